@@ -1,0 +1,190 @@
+"""``fit``: one entry point from released statistics to an ``arviz.InferenceData``.
+
+Methods are registered in ``METHODS`` (name -> function); each receives the
+stacked statistics, the resolved prior, a JAX key and the draw counts, and
+returns the posterior variables as arrays with leading ``(chain, draw)`` axes
+plus method-specific attributes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Callable, Literal, Sequence
+
+import arviz as az
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .closed_form import adassp_estimate, adassp_ridge, fast_posterior
+from .prior import ModelSpec, Prior, ResolvedPrior, load_model
+from .release import NoisyStats, StackedStats, as_stats_list, stack_stats
+
+__all__ = ["fit", "fast_sigma2", "METHODS", "resolve_prior"]
+
+PriorLike = Prior | ModelSpec | str | os.PathLike | None
+MethodFn = Callable[..., tuple[dict[str, np.ndarray], dict[str, Any]]]
+
+
+def resolve_prior(prior: PriorLike) -> Prior:
+    """``None`` -> default :class:`Prior`; a path -> its TOML ``[prior]`` table."""
+    if prior is None:
+        return Prior()
+    if isinstance(prior, Prior):
+        return prior
+    if isinstance(prior, ModelSpec):
+        return prior.prior
+    if isinstance(prior, (str, os.PathLike)):
+        return load_model(prior).prior
+    raise TypeError(f"prior must be a Prior, a ModelSpec or a TOML path, got {type(prior).__name__}")
+
+
+def fast_sigma2(y_bound: float, rule: Literal["text", "code"] | float = "text") -> float:
+    """The fixed ``sigma_y^2`` of Bayes-fixedS-fast (Alg. 3).
+
+    ``"text"``: the paper's text, ``sigma_y = ||Y||/3`` so ``sigma_y^2 = (||Y||/3)^2``;
+    ``"code"``: the authors' code, ``sigma_y^2 = ||Y||/3``; a number: that variance.
+    ``||Y||`` is the declared ``y_bound`` (public), not the data's maximum.
+    """
+    if isinstance(rule, str):
+        if rule == "text":
+            return (y_bound / 3.0) ** 2
+        if rule == "code":
+            return y_bound / 3.0
+        raise ValueError(f"sigma2 must be 'text', 'code' or a positive number, got {rule!r}")
+    value = float(rule)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"sigma2 must be a positive number, got {rule!r}")
+    return value
+
+
+def _fast(
+    st: StackedStats, pr: ResolvedPrior, key: jax.Array, num_chains: int, num_samples: int,
+    sigma2: Literal["text", "code"] | float = "text",
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    s2 = fast_sigma2(float(st.y_bound.max()), sigma2)
+    post = jax.jit(fast_posterior)(
+        jnp.asarray(st.S), jnp.asarray(st.z), jnp.asarray(st.sigma_z**2), s2, jnp.asarray(pr.m), jnp.asarray(pr.C)
+    )
+    theta = post.sample(key, (num_chains, num_samples))
+    attrs = {
+        "sigma2_fixed": s2,
+        "sigma2_rule": sigma2 if isinstance(sigma2, str) else "user",
+        "exact_draws": 1,
+        "posterior_mean": np.asarray(post.mean).tolist(),
+        "posterior_cov": np.asarray(post.cov).ravel().tolist(),
+    }
+    return {"theta": np.asarray(theta)}, attrs
+
+
+def _adassp(
+    st: StackedStats, pr: ResolvedPrior, key: jax.Array, num_chains: int, num_samples: int, p: float = 0.05,
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    del pr, key, num_chains, num_samples  # a point estimate: no prior, no draws
+    if not 0 < p < 1:
+        raise ValueError(f"p must lie in (0, 1), got {p}")
+    ridge = adassp_ridge(jnp.asarray(st.lambda_min), jnp.asarray(st.epsilon), jnp.asarray(st.delta),
+                         jnp.asarray(st.x_bound), st.d, p)
+    theta = adassp_estimate(jnp.asarray(st.S), jnp.asarray(st.z), ridge)
+    attrs = {"point_estimate": 1, "ridge": np.asarray(ridge).tolist(), "p": p}
+    return {"theta": np.asarray(theta)[None, None, :]}, attrs
+
+
+METHODS: dict[str, MethodFn] = {"fast": _fast, "adassp": _adassp}
+# the release mechanism each method needs (default "ssp", bayes_dpreg.release)
+MECHANISM: dict[str, str] = {"adassp": "adassp"}
+_RELEASE_FN = {"ssp": "bayes_dpreg.release", "adassp": "bayes_dpreg.release_adassp"}
+
+
+def _constant_data(st: StackedStats) -> dict[str, np.ndarray]:
+    return {"S_tilde": st.S, "z_tilde": st.z, "n": st.n, "sigma_S": st.sigma_S, "sigma_z": st.sigma_z}
+
+
+def fit(
+    stats: NoisyStats | Sequence[NoisyStats],
+    method: str = "fast",
+    prior: PriorLike = None,
+    *,
+    num_samples: int = 1000,
+    num_chains: int = 4,
+    seed: int = 0,
+    coef_names: Sequence[str] | None = None,
+    **options: Any,
+) -> az.InferenceData:
+    """Posterior of the regression coefficients from the parties' released statistics.
+
+    Parameters
+    ----------
+    stats : one :class:`NoisyStats` per party (from :func:`release` or :func:`load_stats`).
+    method : ``"fast"`` (Bayes-fixedS-fast, Alg. 3; exact Gaussian draws) or
+        ``"adassp"`` (distributed adaSSP point estimate, App. C.2; needs
+        :func:`release_adassp` statistics).
+    prior : a :class:`Prior`, a :class:`ModelSpec` or a TOML path; default ``Prior()``.
+    num_samples, num_chains : draws per chain and number of chains.
+    seed : seed of the analyst's sampling (the releases' noise is already fixed).
+    coef_names : labels of the ``coef`` dimension.
+    options : method options, e.g. ``sigma2="text" | "code" | float`` for ``"fast"``,
+        ``p=0.05`` for ``"adassp"``.
+
+    Returns
+    -------
+    ``arviz.InferenceData`` with a ``posterior`` group (``theta`` with dims
+    ``chain, draw, coef``, and ``sigma2`` where the method infers it) and a
+    ``constant_data`` group holding the released statistics. The posterior's
+    ``attrs`` record ``method``, ``epsilon``, ``delta``, ``J``, ``n`` and the
+    method's settings.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; available: {sorted(METHODS)}")
+    stats = as_stats_list(stats)
+    needed = MECHANISM.get(method, "ssp")
+    wrong = [j for j, s in enumerate(stats) if s.mechanism != needed]
+    if wrong:
+        raise ValueError(
+            f"method {method!r} needs statistics released with {_RELEASE_FN[needed]} "
+            f"(mechanism {needed!r}); parties {wrong} used another mechanism"
+        )
+    for name, v in (("num_samples", num_samples), ("num_chains", num_chains)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    st = stack_stats(stats)
+    d = st.d
+    names = [f"theta_{k}" for k in range(d)] if coef_names is None else [str(c) for c in coef_names]
+    if len(names) != d:
+        raise ValueError(f"coef_names has {len(names)} entries but d = {d}")
+    prior_obj = resolve_prior(prior)
+    pr = prior_obj.resolve(d)
+    try:
+        draws, extra = METHODS[method](st, pr, jax.random.key(seed), num_chains, num_samples, **options)
+    except TypeError as exc:
+        if "unexpected keyword" in str(exc):
+            raise TypeError(f"method {method!r}: {exc}") from None
+        raise
+    for name, arr in draws.items():
+        if not np.all(np.isfinite(arr)):
+            raise FloatingPointError(f"method {method!r} produced non-finite values in {name!r}")
+    idata = az.from_dict(
+        posterior=draws,
+        coords={"coef": names, "party": np.arange(st.J), "row": names, "col": names},
+        dims={"theta": ["coef"], "S_tilde": ["party", "row", "col"], "z_tilde": ["party", "coef"],
+              "n": ["party"], "sigma_S": ["party"], "sigma_z": ["party"]},
+        constant_data=_constant_data(st),
+    )
+    attrs = {
+        "method": method,
+        "epsilon": float(st.epsilon.max()),
+        "delta": float(st.delta.max()),
+        "epsilon_per_party": st.epsilon.tolist(),
+        "delta_per_party": st.delta.tolist(),
+        "J": st.J,
+        "n": int(st.n.sum()),
+        "n_per_party": st.n.tolist(),
+        "d": d,
+        "seed": int(seed),
+        "prior": repr(prior_obj),
+        "inference_library": "bayes_dpreg",
+    }
+    attrs.update(extra)
+    idata.posterior.attrs.update(attrs)
+    return idata

@@ -1,0 +1,297 @@
+"""The Gaussian mechanism for the summary statistics ``[S, z]``.
+
+Everything here is computed from *declared, public* quantities (``epsilon``,
+``delta``, the row-norm bound ``x_bound`` and the response bound ``y_bound``);
+nothing reads the private data except :func:`clip`, which enforces the bounds.
+
+Neighbouring data sets
+----------------------
+Alparslan et al. (2023, Def. 2.1) call two data sets neighbours when they have
+the same size and differ in one row (*replacement*, bounded DP); the row counts
+``n_j`` are released exactly, which is consistent only with this notion.
+The released vector is ``v = [upper(S), z]`` (upper triangle of ``S`` with its
+diagonal, and ``z``). Replacing ``(x, y)`` by ``(x', y')`` with
+``||x||, ||x'|| <= B`` and ``|y|, |y'| <= Y`` changes it by at most
+
+.. math::
+
+    \\Delta_{\\text{replace}} = \\begin{cases}
+        \\sqrt{2B^4 + 2B^2Y^2 + Y^4/2} & Y^2 \\le 2B^2,\\\\
+        2BY & \\text{otherwise,}
+    \\end{cases}
+
+which is attained (see :func:`ssp_sensitivity`). The paper's
+``Delta = sqrt(B^4 + B^2 Y^2)`` is the sensitivity for adding or removing a
+row; under replacement it is too small by a factor of up to 1.5 (B = Y = 1).
+It is available as ``neighbouring="add_remove"`` for reproductions only.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import log_ndtr, ndtr
+
+__all__ = [
+    "analytic_gaussian_sigma",
+    "classical_gaussian_sigma",
+    "gaussian_delta",
+    "ssp_sensitivity",
+    "Calibration",
+    "calibrate",
+    "ClipReport",
+    "ClippingWarning",
+    "clip",
+    "check_privacy_parameters",
+]
+
+Neighbouring = Literal["replace", "add_remove"]
+CalibrationKind = Literal["auto", "joint", "split"]
+
+_RTOL = 1e-13
+
+
+def check_privacy_parameters(epsilon: float, delta: float) -> None:
+    """Raise ``ValueError`` unless ``epsilon > 0`` and ``0 < delta < 1`` (both finite)."""
+    if not (isinstance(epsilon, (int, float, np.floating, np.integer)) and math.isfinite(epsilon)):
+        raise ValueError(f"epsilon must be a finite number, got {epsilon!r}")
+    if not (isinstance(delta, (int, float, np.floating, np.integer)) and math.isfinite(delta)):
+        raise ValueError(f"delta must be a finite number, got {delta!r}")
+    if epsilon <= 0:
+        raise ValueError(f"epsilon must be > 0, got {epsilon}")
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must lie in (0, 1), got {delta}")
+
+
+def _check_positive(name: str, value: float) -> None:
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+
+
+def gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> float:
+    """Exact ``delta`` of the Gaussian mechanism with noise sd ``sigma`` at ``epsilon``.
+
+    Balle & Wang (2018, Thm. 8): the mechanism ``f(D) + N(0, sigma^2 I)`` with L2
+    sensitivity ``Delta`` is (epsilon, delta)-DP iff
+
+    .. math::
+        \\Phi\\Big(\\frac{\\Delta}{2\\sigma} - \\frac{\\epsilon\\sigma}{\\Delta}\\Big)
+        - e^{\\epsilon}\\,\\Phi\\Big(-\\frac{\\Delta}{2\\sigma} - \\frac{\\epsilon\\sigma}{\\Delta}\\Big)
+        \\le \\delta .
+    """
+    a = sensitivity / (2.0 * sigma)
+    b = epsilon * sigma / sensitivity
+    return float(ndtr(a - b) - math.exp(epsilon + log_ndtr(-a - b)))
+
+
+def _b_plus(v: float, eps: float) -> float:
+    return float(ndtr(math.sqrt(eps * v)) - math.exp(eps + log_ndtr(-math.sqrt(eps * (v + 2.0)))))
+
+
+def _b_minus(u: float, eps: float) -> float:
+    return float(ndtr(-math.sqrt(eps * u)) - math.exp(eps + log_ndtr(-math.sqrt(eps * (u + 2.0)))))
+
+
+def _bracket_root(f, start: float = 1.0) -> tuple[float, float]:
+    """Grow ``[0, hi]`` geometrically until ``f`` changes sign (f(0) and f(hi) differ)."""
+    hi = start
+    f0 = f(0.0)
+    while np.sign(f(hi)) == np.sign(f0):
+        hi *= 2.0
+        if hi > 1e12:
+            raise RuntimeError("could not bracket the analytic Gaussian root")
+    return 0.0, hi
+
+
+def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
+    """Smallest noise sd giving (epsilon, delta)-DP: Balle & Wang (2018), Algorithm 1.
+
+    With ``delta_0 = Phi(0) - e^eps Phi(-sqrt(2 eps))`` and
+    ``B+(v) = Phi(sqrt(eps v)) - e^eps Phi(-sqrt(eps (v + 2)))``,
+    ``B-(u) = Phi(-sqrt(eps u)) - e^eps Phi(-sqrt(eps (u + 2)))``:
+
+    * if ``delta >= delta_0``: ``v* = sup{v >= 0 : B+(v) <= delta}``,
+      ``alpha = sqrt(1 + v*/2) - sqrt(v*/2)``;
+    * else ``u* = inf{u >= 0 : B-(u) <= delta}``,
+      ``alpha = sqrt(1 + u*/2) + sqrt(u*/2)``;
+
+    and ``sigma = alpha * Delta / sqrt(2 eps)``. The scalar equations are solved
+    by Brent's method to relative precision ~1e-13, so that
+    :func:`gaussian_delta` of the result equals ``delta`` to ~1e-9 relative.
+    """
+    check_privacy_parameters(epsilon, delta)
+    _check_positive("sensitivity", sensitivity)
+    eps = float(epsilon)
+    delta0 = 0.5 - math.exp(eps + log_ndtr(-math.sqrt(2.0 * eps)))
+    if delta >= delta0:
+        g = lambda v: _b_plus(v, eps) - delta  # increasing in v
+        lo, hi = _bracket_root(g)
+        v = brentq(g, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=500)
+        alpha = math.sqrt(1.0 + v / 2.0) - math.sqrt(v / 2.0)
+    else:
+        g = lambda u: _b_minus(u, eps) - delta  # decreasing in u
+        lo, hi = _bracket_root(g)
+        u = brentq(g, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=500)
+        alpha = math.sqrt(1.0 + u / 2.0) + math.sqrt(u / 2.0)
+    return alpha * sensitivity / math.sqrt(2.0 * eps)
+
+
+def classical_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
+    """Dwork & Roth (2014, Thm. A.1): ``sigma = sqrt(2 ln(1.25/delta)) Delta / epsilon``.
+
+    Their proof covers ``epsilon < 1``; at ``epsilon = 1`` the value is still
+    valid (it exceeds the exact analytic one). Larger ``epsilon`` is refused.
+    """
+    check_privacy_parameters(epsilon, delta)
+    _check_positive("sensitivity", sensitivity)
+    if epsilon > 1:
+        raise ValueError(
+            f"the classical Gaussian mechanism is only proven for epsilon <= 1, got {epsilon}; "
+            "use analytic_gaussian_sigma"
+        )
+    return math.sqrt(2.0 * math.log(1.25 / delta)) * sensitivity / epsilon
+
+
+def ssp_sensitivity(
+    x_bound: float, y_bound: float, neighbouring: Neighbouring = "replace"
+) -> dict[str, float]:
+    """L2 sensitivities of the released ``[upper(S), z]`` from declared bounds.
+
+    Returns a dict with keys ``"joint"`` (the whole vector), ``"S"`` (the upper
+    triangle of ``S`` alone) and ``"z"`` (``z`` alone).
+
+    ``neighbouring="replace"`` (default; the paper's Def. 2.1): with
+    ``c = x^T x'`` the squared change is
+    ``|x|^4 + |x'|^4 - 2c^2 + |x|^2 y^2 + |x'|^2 y'^2 - 2 c y y'``; maximising
+    over ``c`` gives the bound in the module docstring, attained by
+    ``x = (p, q), x' = (q, p)`` with ``2pq = -Y^2/2`` (then ``x x^T - x' x'^T``
+    is diagonal, so the upper-triangle and Frobenius norms agree).
+    For ``S`` alone: ``sqrt(2) B^2``; for ``z`` alone: ``2 B Y``.
+
+    ``neighbouring="add_remove"``: the norm of one row's contribution,
+    ``sqrt(B^4 + B^2 Y^2)``, ``B^2`` and ``B Y`` (Alparslan et al., Sec. 3.1).
+    """
+    _check_positive("x_bound", x_bound)
+    _check_positive("y_bound", y_bound)
+    B2, Y2 = x_bound**2, y_bound**2
+    if neighbouring == "replace":
+        if Y2 <= 2.0 * B2:
+            joint = math.sqrt(2.0 * B2 * B2 + 2.0 * B2 * Y2 + Y2 * Y2 / 2.0)
+        else:
+            joint = 2.0 * x_bound * y_bound
+        return {"joint": joint, "S": math.sqrt(2.0) * B2, "z": 2.0 * x_bound * y_bound}
+    if neighbouring == "add_remove":
+        return {"joint": math.sqrt(B2 * B2 + B2 * Y2), "S": B2, "z": x_bound * y_bound}
+    raise ValueError(f"neighbouring must be 'replace' or 'add_remove', got {neighbouring!r}")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Noise standard deviations of one release and how they were chosen."""
+
+    sigma_S: float
+    sigma_z: float
+    kind: Literal["joint", "split"]
+    neighbouring: Neighbouring
+
+    @property
+    def total_variance(self) -> float:
+        return self.sigma_S**2 + self.sigma_z**2
+
+
+def calibrate(
+    epsilon: float,
+    delta: float,
+    x_bound: float,
+    y_bound: float,
+    calibration: CalibrationKind = "auto",
+    neighbouring: Neighbouring = "replace",
+) -> Calibration:
+    """Noise sds for ``S~ = S + sigma_S M``, ``z~ = z + sigma_z v`` (paper eq. 8).
+
+    * ``"joint"``: one Gaussian mechanism on ``[upper(S), z]``,
+      ``sigma_S = sigma_z = sigma(eps, delta) * Delta_joint``;
+    * ``"split"``: two mechanisms at ``(eps/2, delta/2)`` each (basic
+      composition), ``sigma_S = sigma(eps/2, delta/2) Delta_S``,
+      ``sigma_z = sigma(eps/2, delta/2) Delta_z``;
+    * ``"auto"``: whichever has the smaller ``sigma_S^2 + sigma_z^2`` (NOTES.md).
+
+    ``sigma(.)`` is :func:`analytic_gaussian_sigma` at unit sensitivity.
+    """
+    check_privacy_parameters(epsilon, delta)
+    sens = ssp_sensitivity(x_bound, y_bound, neighbouring)
+    s_joint = analytic_gaussian_sigma(epsilon, delta) * sens["joint"]
+    joint = Calibration(s_joint, s_joint, "joint", neighbouring)
+    s_half = analytic_gaussian_sigma(epsilon / 2.0, delta / 2.0)
+    split = Calibration(s_half * sens["S"], s_half * sens["z"], "split", neighbouring)
+    if calibration == "joint":
+        return joint
+    if calibration == "split":
+        return split
+    if calibration == "auto":
+        return joint if joint.total_variance <= split.total_variance else split
+    raise ValueError(f"calibration must be 'auto', 'joint' or 'split', got {calibration!r}")
+
+
+class ClippingWarning(UserWarning):
+    """Rows of the private data lay outside the declared bounds and were clipped."""
+
+
+@dataclass(frozen=True)
+class ClipReport:
+    """What :func:`clip` changed; for the releasing party only, never released."""
+
+    n_rows: int
+    n_x_clipped: int
+    n_y_clipped: int
+    max_x_norm: float
+    max_abs_y: float
+
+    @property
+    def any_clipped(self) -> bool:
+        return self.n_x_clipped > 0 or self.n_y_clipped > 0
+
+    def __str__(self) -> str:
+        return (
+            f"{self.n_x_clipped} of {self.n_rows} rows had ||x|| > x_bound (largest {self.max_x_norm:.4g}) "
+            f"and were scaled onto the ball; {self.n_y_clipped} responses had |y| > y_bound "
+            f"(largest {self.max_abs_y:.4g}) and were clipped"
+        )
+
+
+def clip(
+    X: np.ndarray, y: np.ndarray, x_bound: float, y_bound: float
+) -> tuple[np.ndarray, np.ndarray, ClipReport]:
+    """Enforce the declared bounds: rows with ``||x|| > x_bound`` are scaled onto
+    the ball of radius ``x_bound``; ``y`` is clipped to ``[-y_bound, y_bound]``.
+
+    Returns the clipped copies and a :class:`ClipReport`. The inputs must
+    already be validated (finite, shapes ``(n, d)`` and ``(n,)``).
+    """
+    _check_positive("x_bound", x_bound)
+    _check_positive("y_bound", y_bound)
+    norms = np.linalg.norm(X, axis=1)
+    over = norms > x_bound
+    scale = np.where(over, x_bound / np.where(over, norms, 1.0), 1.0)
+    Xc = X * scale[:, None]
+    y_over = np.abs(y) > y_bound
+    yc = np.clip(y, -y_bound, y_bound)
+    report = ClipReport(
+        n_rows=int(X.shape[0]),
+        n_x_clipped=int(over.sum()),
+        n_y_clipped=int(y_over.sum()),
+        max_x_norm=float(norms.max(initial=0.0)),
+        max_abs_y=float(np.abs(y).max(initial=0.0)),
+    )
+    return Xc, yc, report
+
+
+def warn_if_clipped(report: ClipReport) -> None:
+    """Tell the releasing party (only) how many rows the bounds changed."""
+    if report.any_clipped:
+        warnings.warn(str(report), ClippingWarning, stacklevel=3)
