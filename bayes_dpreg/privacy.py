@@ -277,7 +277,9 @@ def clip(
     _check_positive("y_bound", y_bound)
     norms = np.linalg.norm(X, axis=1)
     over = norms > x_bound
-    scale = np.where(over, x_bound / np.where(over, norms, 1.0), 1.0)
+    # a few ulps inside the ball, so that rounding never leaves a clipped row outside it
+    shrink = x_bound * (1.0 - 8.0 * np.finfo(np.float64).eps)
+    scale = np.where(over, shrink / np.where(over, norms, 1.0), 1.0)
     Xc = X * scale[:, None]
     y_over = np.abs(y) > y_bound
     yc = np.clip(y, -y_bound, y_bound)

@@ -259,7 +259,11 @@ def load_stats(path: str | os.PathLike) -> NoisyStats:
     payload = doc.get("payload")
     if not isinstance(payload, dict):
         raise StatsFileError(f"{path}: missing payload")
-    if doc.get("sha256") != _digest(payload):
+    try:
+        digest = _digest(payload)
+    except ValueError:
+        raise StatsFileError(f"{path}: contains NaN or infinity") from None
+    if doc.get("sha256") != digest:
         raise StatsFileError(f"{path}: checksum mismatch, the file was modified after it was written")
     expected = set(NoisyStats.__dataclass_fields__)
     if set(payload) != expected:
