@@ -1,0 +1,49 @@
+"""The command line: demo, release -> fit round trip, sigma, clear errors."""
+
+import numpy as np
+
+from bayes_dpreg.cli import main
+
+
+def test_demo(tmp_path, capsys):
+    assert main(["demo", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for word in ("temperature", "humidity", "95% lower", "OLS (non-private)", "sigma_S", "clipping"):
+        assert word in out
+    assert (tmp_path / "demo_posterior.png").stat().st_size > 10_000
+
+
+def test_release_then_fit(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    files = []
+    for j in range(2):
+        X = rng.normal(size=(300, 2)) * 0.4
+        y = np.clip(X @ [0.5, -0.3] + 0.1 * rng.normal(size=300), -1, 1)
+        csv = tmp_path / f"party{j}.csv"
+        np.savetxt(csv, np.column_stack([X, y]), delimiter=",")
+        out = tmp_path / f"party{j}.json"
+        assert main(["release", str(csv), "--epsilon", "1", "--delta", "1e-5", "--x-bound", "2",
+                     "--y-bound", "1", "-o", str(out)]) == 0
+        files.append(str(out))
+    nc = tmp_path / "post.nc"
+    assert main(["fit", *files, "--num-samples", "50", "-o", str(nc)]) == 0
+    assert "theta_0" in capsys.readouterr().out and nc.exists()
+
+
+def test_sigma_table(capsys):
+    assert main(["sigma", "--epsilon", "0.1", "1", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "30.75" in out and "3.7306" in out and "0.49989" in out
+
+
+def test_cli_errors_are_clear(tmp_path, capsys):
+    csv = tmp_path / "d.csv"
+    csv.write_text("1,2,3\n4,5,6\n7,8,9\n")
+    assert main(["release", str(csv), "--epsilon", "0", "--delta", "1e-5", "--x-bound", "1", "--y-bound", "1",
+                 "-o", str(tmp_path / "o.json")]) == 2
+    assert "epsilon must be > 0" in capsys.readouterr().err
+    assert not (tmp_path / "o.json").exists()
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert main(["fit", str(bad)]) == 2
+    assert "not a bayes_dpreg statistics file" in capsys.readouterr().err
