@@ -1,0 +1,22 @@
+"""Every notebook's code cells run top to bottom (so the notebooks cannot rot)."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs(path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    monkeypatch.chdir(path.parents[1])
+    cells = json.loads(path.read_text())["cells"]
+    namespace: dict = {}
+    for cell in cells:
+        if cell["cell_type"] == "code":
+            exec(compile("".join(cell["source"]), f"{path.name}", "exec"), namespace)
