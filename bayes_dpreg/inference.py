@@ -10,21 +10,35 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Callable, Literal, NamedTuple, Sequence
 
 import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from numpyro.infer import MCMC
+
 from .closed_form import adassp_estimate, adassp_ridge, fast_posterior
+from .kernels import FixedS, NormalX, Settings
+from .models import ModelData, fixeds_data, model_data
 from .prior import ModelSpec, Prior, ResolvedPrior, load_model
 from .release import NoisyStats, StackedStats, as_stats_list, stack_stats
 
 __all__ = ["fit", "fast_sigma2", "METHODS", "resolve_prior"]
 
 PriorLike = Prior | ModelSpec | str | os.PathLike | None
-MethodFn = Callable[..., tuple[dict[str, np.ndarray], dict[str, Any]]]
+
+
+class MethodResult(NamedTuple):
+    """What a method returns: arrays with leading ``(chain, draw)`` axes."""
+
+    posterior: dict[str, np.ndarray]
+    attrs: dict[str, Any]
+    sample_stats: dict[str, np.ndarray] | None = None
+
+
+MethodFn = Callable[..., MethodResult]
 
 
 def resolve_prior(prior: PriorLike) -> Prior:
@@ -61,8 +75,8 @@ def fast_sigma2(y_bound: float, rule: Literal["text", "code"] | float = "text") 
 
 def _fast(
     st: StackedStats, pr: ResolvedPrior, key: jax.Array, num_chains: int, num_samples: int,
-    sigma2: Literal["text", "code"] | float = "text",
-) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    num_warmup: int, sigma2: Literal["text", "code"] | float = "text",
+) -> MethodResult:
     s2 = fast_sigma2(float(st.y_bound.max()), sigma2)
     post = jax.jit(fast_posterior)(
         jnp.asarray(st.S), jnp.asarray(st.z), jnp.asarray(st.sigma_z**2), s2, jnp.asarray(pr.m), jnp.asarray(pr.C)
@@ -75,23 +89,76 @@ def _fast(
         "posterior_mean": np.asarray(post.mean).tolist(),
         "posterior_cov": np.asarray(post.cov).ravel().tolist(),
     }
-    return {"theta": np.asarray(theta)}, attrs
+    return MethodResult({"theta": np.asarray(theta)}, attrs)
 
 
 def _adassp(
-    st: StackedStats, pr: ResolvedPrior, key: jax.Array, num_chains: int, num_samples: int, p: float = 0.05,
-) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    del pr, key, num_chains, num_samples  # a point estimate: no prior, no draws
+    st: StackedStats, pr: ResolvedPrior, key: jax.Array, num_chains: int, num_samples: int, num_warmup: int,
+    p: float = 0.05,
+) -> MethodResult:
+    del pr, key, num_chains, num_samples, num_warmup  # a point estimate: no prior, no draws
     if not 0 < p < 1:
         raise ValueError(f"p must lie in (0, 1), got {p}")
     ridge = adassp_ridge(jnp.asarray(st.lambda_min), jnp.asarray(st.epsilon), jnp.asarray(st.delta),
                          jnp.asarray(st.x_bound), st.d, p)
     theta = adassp_estimate(jnp.asarray(st.S), jnp.asarray(st.z), ridge)
     attrs = {"point_estimate": 1, "ridge": np.asarray(ridge).tolist(), "p": p}
-    return {"theta": np.asarray(theta)[None, None, :]}, attrs
+    return MethodResult({"theta": np.asarray(theta)[None, None, :]}, attrs)
 
 
-METHODS: dict[str, MethodFn] = {"fast": _fast, "adassp": _adassp}
+def _mcmc(
+    kernel: Any, data: ModelData, key: jax.Array, num_chains: int, num_samples: int, num_warmup: int,
+    thinning: int = 1, progress_bar: bool = False, chain_method: str = "vectorized",
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Run a kernel with ``numpyro.infer.MCMC``; samples and extra fields grouped by chain."""
+    mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+                thinning=thinning, chain_method=chain_method, progress_bar=progress_bar)
+    mcmc.run(key, data, extra_fields=getattr(kernel, "extra_fields", ()))
+    samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
+    extra = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
+    return samples, extra
+
+
+def _kernel_settings(options: dict[str, Any]) -> tuple[Settings, dict[str, Any]]:
+    fields = {k: options.pop(k) for k in list(options) if k in Settings._fields and k != "num_warmup"}
+    return Settings(**fields), options
+
+
+def _normalx(
+    st: StackedStats, pr: ResolvedPrior, key: jax.Array, num_chains: int, num_samples: int, num_warmup: int,
+    **options: Any,
+) -> MethodResult:
+    settings, run_opts = _kernel_settings(options)
+    samples, extra = _mcmc(NormalX(pr, settings), model_data(st), key, num_chains, num_samples, num_warmup, **run_opts)
+    stats = {
+        "accept_prob_S": extra["accept_S"],
+        "alpha": np.exp(extra["log_alpha"]),
+        "accept_prob_sigma2": extra["accept_sigma2"],
+        "step_size_sigma2": np.exp(extra["log_step"]),
+    }
+    attrs = {"num_warmup": num_warmup, "target_accept_S": settings.target_accept_S,
+             "target_accept_sigma2": settings.target_accept_sigma2,
+             "sigma2_move": "Gaussian random walk on log sigma2 (Jacobian included)",
+             "alpha_final": np.exp(extra["log_alpha"][:, -1]).ravel().tolist()}
+    return MethodResult(samples, attrs, stats)
+
+
+def _fixeds(
+    st: StackedStats, pr: ResolvedPrior, key: jax.Array, num_chains: int, num_samples: int, num_warmup: int,
+    **options: Any,
+) -> MethodResult:
+    settings, run_opts = _kernel_settings(options)
+    samples, extra = _mcmc(FixedS(pr, settings), fixeds_data(model_data(st)), key, num_chains, num_samples,
+                           num_warmup, **run_opts)
+    stats = {"accept_prob_sigma2": extra["accept_sigma2"], "step_size_sigma2": np.exp(extra["log_step"])}
+    attrs = {"num_warmup": num_warmup, "target_accept_sigma2": settings.target_accept_sigma2,
+             "sigma2_move": "Gaussian random walk on log sigma2 (Jacobian included)"}
+    return MethodResult(samples, attrs, stats)
+
+
+METHODS: dict[str, MethodFn] = {"fast": _fast, "adassp": _adassp, "normalx": _normalx, "fixeds": _fixeds}
+# methods whose model has S_j ~ Wishart(Sigma_x, n_j): need n_j > d + 1
+NEEDS_WISHART = {"normalx", "normalx-hmc"}
 # the release mechanism each method needs (default "ssp", bayes_dpreg.release)
 MECHANISM: dict[str, str] = {"adassp": "adassp"}
 _RELEASE_FN = {"ssp": "bayes_dpreg.release", "adassp": "bayes_dpreg.release_adassp"}
@@ -108,6 +175,7 @@ def fit(
     *,
     num_samples: int = 1000,
     num_chains: int = 4,
+    num_warmup: int = 1000,
     seed: int = 0,
     coef_names: Sequence[str] | None = None,
     **options: Any,
@@ -122,6 +190,7 @@ def fit(
         :func:`release_adassp` statistics).
     prior : a :class:`Prior`, a :class:`ModelSpec` or a TOML path; default ``Prior()``.
     num_samples, num_chains : draws per chain and number of chains.
+    num_warmup : MCMC warm-up iterations per chain (adaptation; discarded).
     seed : seed of the analyst's sampling (the releases' noise is already fixed).
     coef_names : labels of the ``coef`` dimension.
     options : method options, e.g. ``sigma2="text" | "code" | float`` for ``"fast"``,
@@ -145,30 +214,33 @@ def fit(
             f"method {method!r} needs statistics released with {_RELEASE_FN[needed]} "
             f"(mechanism {needed!r}); parties {wrong} used another mechanism"
         )
-    for name, v in (("num_samples", num_samples), ("num_chains", num_chains)):
+    for name, v in (("num_samples", num_samples), ("num_chains", num_chains), ("num_warmup", num_warmup + 1)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
     st = stack_stats(stats)
     d = st.d
+    if method in NEEDS_WISHART:
+        small = [(j, int(n)) for j, n in enumerate(st.n) if n <= d + 1]
+        if small:
+            raise ValueError(f"method {method!r} models S_j ~ Wishart(Sigma_x, n_j) and needs n_j > d + 1 = {d + 1}; "
+                             f"parties (index, n_j) {small} are too small (use 'fixeds' or 'fast')")
     names = [f"theta_{k}" for k in range(d)] if coef_names is None else [str(c) for c in coef_names]
     if len(names) != d:
         raise ValueError(f"coef_names has {len(names)} entries but d = {d}")
     prior_obj = resolve_prior(prior)
     pr = prior_obj.resolve(d)
     try:
-        draws, extra = METHODS[method](st, pr, jax.random.key(seed), num_chains, num_samples, **options)
+        res = METHODS[method](st, pr, jax.random.key(seed), num_chains, num_samples, num_warmup, **options)
     except TypeError as exc:
         if "unexpected keyword" in str(exc):
             raise TypeError(f"method {method!r}: {exc}") from None
         raise
-    for name, arr in draws.items():
-        if not np.all(np.isfinite(arr)):
-            raise FloatingPointError(f"method {method!r} produced non-finite values in {name!r}")
+    _check_finite(method, res.posterior)
     idata = az.from_dict(
-        posterior=draws,
+        posterior=res.posterior,
+        sample_stats=res.sample_stats,
         coords={"coef": names, "party": np.arange(st.J), "row": names, "col": names},
-        dims={"theta": ["coef"], "S_tilde": ["party", "row", "col"], "z_tilde": ["party", "coef"],
-              "n": ["party"], "sigma_S": ["party"], "sigma_z": ["party"]},
+        dims=DIMS,
         constant_data=_constant_data(st),
     )
     attrs = {
@@ -185,6 +257,25 @@ def fit(
         "prior": repr(prior_obj),
         "inference_library": "bayes_dpreg",
     }
-    attrs.update(extra)
+    attrs.update(res.attrs)
     idata.posterior.attrs.update(attrs)
     return idata
+
+
+DIMS = {
+    "theta": ["coef"], "Sigma_x": ["row", "col"], "S": ["party", "row", "col"],
+    "S_tilde": ["party", "row", "col"], "z_tilde": ["party", "coef"], "n": ["party"], "sigma_S": ["party"],
+    "sigma_z": ["party"], "accept_prob_S": ["party"], "alpha": ["party"],
+}
+
+
+def _check_finite(method: str, draws: dict[str, np.ndarray]) -> None:
+    """A chain that produced NaN or inf stops the fit with the site's name."""
+    for name, arr in draws.items():
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            chain, draw = (int(i) for i in np.argwhere(bad)[0][:2]) if arr.ndim >= 2 else (0, 0)
+            raise FloatingPointError(
+                f"method {method!r}: site {name!r} became non-finite (first at chain {chain}, draw {draw}); "
+                "check the prior's scale against the data's and the declared bounds"
+            )

@@ -1,0 +1,148 @@
+"""NumPyro models of Alparslan et al. (2023): the single source of the log-density.
+
+:func:`normalx_model` is the hierarchical model with ``z`` integrated out (eq. 10):
+
+.. math::
+    \\theta \\sim N(m, C),\\quad \\sigma_y^2 \\sim IG(a, b),\\quad \\Sigma_x \\sim IW(\\Lambda, \\kappa),\\\\
+    S_j \\mid \\Sigma_x \\sim W(\\Sigma_x, n_j),\\quad
+    \\tilde S_{j,kl} \\mid S_j \\sim N(S_{j,kl}, \\sigma_{S,j}^2)\\ (k \\le l),\\\\
+    \\tilde z_j \\mid S_j, \\theta, \\sigma_y^2 \\sim N(S_j\\theta, \\sigma_y^2 S_j + \\sigma_{z,j}^2 I).
+
+:func:`fixeds_model` fixes ``S_j`` at ``nearestPSD(S~_j)`` (Sec. 4.2) and keeps
+the ``theta``, ``sigma_y^2`` and ``z~`` sites.
+
+The per-party conditional distributions are built in one place,
+:func:`party_dists`; the models sample from them and the Metropolis-Hastings
+kernels (:mod:`bayes_dpreg.kernels`) evaluate their ``log_prob``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+from jax import Array
+
+from .linalg import nearest_psd
+from .prior import ResolvedPrior
+from .release import StackedStats
+
+__all__ = [
+    "ModelData",
+    "model_data",
+    "upper",
+    "party_dists",
+    "S_prior_dist",
+    "fixeds_data",
+    "prior_dists",
+    "normalx_model",
+    "fixeds_model",
+    "log_target_S",
+    "log_lik_z",
+]
+
+
+class ModelData(NamedTuple):
+    """Released statistics as the models and kernels consume them (a pytree)."""
+
+    S_tilde: Array  # (J, d, d) noisy S~_j (for fixedS: the fixed nearestPSD(S~_j))
+    z_tilde: Array  # (J, d)
+    n: Array  # (J,) rows per party (float)
+    sigma_S: Array  # (J,)
+    sigma_z: Array  # (J,)
+    y_bound: Array  # () largest declared |y| bound, for initialisation
+
+
+def model_data(st: StackedStats) -> ModelData:
+    return ModelData(
+        jnp.asarray(st.S), jnp.asarray(st.z), jnp.asarray(st.n, dtype=jnp.float64),
+        jnp.asarray(st.sigma_S), jnp.asarray(st.sigma_z), jnp.asarray(float(st.y_bound.max())),
+    )
+
+
+def upper(S: Array) -> Array:
+    """Upper triangle with the diagonal, row-major: ``(..., d, d) -> (..., d(d+1)/2)``."""
+    iu = np.triu_indices(S.shape[-1])
+    return S[..., iu[0], iu[1]]
+
+
+def prior_dists(pr: ResolvedPrior) -> dict[str, dist.Distribution]:
+    """Priors of ``theta``, ``sigma2`` and ``Sigma_x`` (eq. 4 and Fig. 1)."""
+    return {
+        "theta": dist.MultivariateNormal(jnp.asarray(pr.m), covariance_matrix=jnp.asarray(pr.C)),
+        "sigma2": dist.InverseGamma(pr.a, pr.b),
+        "Sigma_x": dist.InverseWishart(pr.kappa, scale_matrix=jnp.asarray(pr.Lambda)),
+    }
+
+
+def z_dist(S: Array, theta: Array, sigma2: Array, sigma_z: Array) -> dist.MultivariateNormal:
+    """``z~_j | S_j, theta, sigma_y^2 ~ N(S_j theta, sigma_y^2 S_j + sigma_z^2 I)`` (eq. 10)."""
+    d = S.shape[-1]
+    cov = sigma2 * S + (sigma_z**2)[..., None, None] * jnp.eye(d, dtype=S.dtype)
+    return dist.MultivariateNormal(S @ theta, covariance_matrix=cov)
+
+
+def S_prior_dist(Sigma_x: Array, data: ModelData) -> dist.Wishart:
+    """``S_j | Sigma_x ~ W(Sigma_x, n_j)``, batched over parties."""
+    return dist.Wishart(data.n, scale_matrix=Sigma_x)
+
+
+def party_dists(S: Array, theta: Array, sigma2: Array, data: ModelData) -> dict[str, dist.Distribution]:
+    """The observation factors of eq. (10) given ``S_j``, batched over the party axis.
+
+    ``"S_tilde"``: the noisy upper triangle; ``"z_tilde"``: ``z~_j`` given
+    ``S_j, theta, sigma_y^2``.
+    """
+    return {
+        "S_tilde": dist.Normal(upper(S), data.sigma_S[:, None]).to_event(1),
+        "z_tilde": z_dist(S, theta, sigma2, data.sigma_z),
+    }
+
+
+def log_target_S(S: Array, theta: Array, sigma2: Array, Sigma_x: Array, data: ModelData) -> Array:
+    """``log p(S_j | Sigma_x) + log p(S~_j | S_j) + log p(z~_j | S_j, theta, sigma2)`` per party (J,):
+    the unnormalised full conditional of each ``S_j``."""
+    dd = party_dists(S, theta, sigma2, data)
+    return (
+        S_prior_dist(Sigma_x, data).log_prob(S)
+        + dd["S_tilde"].log_prob(upper(data.S_tilde))
+        + dd["z_tilde"].log_prob(data.z_tilde)
+    )
+
+
+def log_lik_z(S: Array, theta: Array, sigma2: Array, data: ModelData) -> Array:
+    """``sum_j log p(z~_j | S_j, theta, sigma_y^2)``: the part of eq. (10) that involves ``sigma_y^2``."""
+    return z_dist(S, theta, sigma2, data.sigma_z).log_prob(data.z_tilde).sum(-1)
+
+
+def normalx_model(data: ModelData, prior: ResolvedPrior, observe: bool = True) -> None:
+    """The model for MCMC-normalX (Algorithm 1). With ``observe=False`` the
+    ``S_tilde`` and ``z_tilde`` sites are sampled (prior predictive)."""
+    pd = prior_dists(prior)
+    theta = numpyro.sample("theta", pd["theta"])
+    sigma2 = numpyro.sample("sigma2", pd["sigma2"])
+    Sigma_x = numpyro.sample("Sigma_x", pd["Sigma_x"])
+    J = data.n.shape[0]
+    with numpyro.plate("party", J):
+        S = numpyro.sample("S", S_prior_dist(Sigma_x, data))
+        dd = party_dists(S, theta, sigma2, data)
+        numpyro.sample("S_tilde", dd["S_tilde"], obs=upper(data.S_tilde) if observe else None)
+        numpyro.sample("z_tilde", dd["z_tilde"], obs=data.z_tilde if observe else None)
+
+
+def fixeds_model(data: ModelData, prior: ResolvedPrior, observe: bool = True) -> None:
+    """The model for MCMC-fixedS (Algorithm 2): ``S_j`` given as ``data.S_tilde``."""
+    pd = prior_dists(prior)
+    theta = numpyro.sample("theta", pd["theta"])
+    sigma2 = numpyro.sample("sigma2", pd["sigma2"])
+    with numpyro.plate("party", data.n.shape[0]):
+        numpyro.sample("z_tilde", z_dist(data.S_tilde, theta, sigma2, data.sigma_z),
+                       obs=data.z_tilde if observe else None)
+
+
+def fixeds_data(data: ModelData) -> ModelData:
+    """Replace ``S~_j`` by the fixed estimate ``nearestPSD(S~_j)`` (Higham; Sec. 4.2)."""
+    return data._replace(S_tilde=nearest_psd(data.S_tilde))
