@@ -25,6 +25,10 @@ from .linalg import chol_solve, nearest_psd, spd_inverse
 __all__ = [
     "GaussianPosterior",
     "theta_conditional",
+    "theta_conditional_from_terms",
+    "PartyTerms",
+    "party_terms",
+    "collapsed_log_lik",
     "fast_posterior",
     "NIGPosterior",
     "nig_posterior",
@@ -54,6 +58,50 @@ def _gaussian_from_natural(precision: Array, h: Array) -> GaussianPosterior:
     return GaussianPosterior(mean, 0.5 * (cov + cov.T), L)
 
 
+class PartyTerms(NamedTuple):
+    """Per-party pieces of the z-likelihood, ``A_j = sigma_y^2 S_j + sigma_{z,j}^2 I``:
+    ``U_j = S_j A_j^{-1} S_j``, ``u_j = S_j A_j^{-1} z_j``, ``c_j = log|A_j| + z_j^T A_j^{-1} z_j``."""
+
+    U: Array  # (J, d, d)
+    u: Array  # (J, d)
+    c: Array  # (J,)
+
+
+def party_terms(S: Array, z: Array, sigma2: Array, sigma_z2: Array) -> PartyTerms:
+    """With ``A_j = L_j L_j^T``, ``W_j = L_j^{-1} S_j`` and ``w_j = L_j^{-1} z_j``:
+    ``U_j = W_j^T W_j``, ``u_j = W_j^T w_j``, ``c_j = 2 sum log diag L_j + w_j^T w_j``."""
+    d = S.shape[-1]
+    A = sigma2 * S + sigma_z2[..., None, None] * jnp.eye(d, dtype=S.dtype)
+    L = jnp.linalg.cholesky(A)
+    W = solve_triangular(L, S, lower=True)
+    w = solve_triangular(L, z[..., None], lower=True)[..., 0]
+    U = jnp.einsum("...ki,...kl->...il", W, W)
+    u = jnp.einsum("...ki,...k->...i", W, w)
+    c = 2.0 * jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)).sum(-1) + (w * w).sum(-1)
+    return PartyTerms(U, u, c)
+
+
+def collapsed_log_lik(U_sum: Array, u_sum: Array, c_sum: Array, m: Array, C_inv: Array, num_obs: int) -> Array:
+    r"""``log p(z_{1:J} | S_{1:J}, sigma_y^2)`` with ``theta ~ N(m, C)`` integrated out.
+
+    .. math::
+        -\tfrac12 \sum_j c_j + \tfrac12 \log|C^{-1}| - \tfrac12 m^T C^{-1} m
+        + \tfrac12 h^T P^{-1} h - \tfrac12 \log|P| - \tfrac{Jd}{2}\log 2\pi,
+
+    ``P = C^{-1} + sum_j U_j`` (eq. 12's precision), ``h = C^{-1} m + sum_j u_j``;
+    ``num_obs = J d``. Inputs are the sums over parties of :class:`PartyTerms`.
+    """
+    P = C_inv + U_sum
+    h = C_inv @ m + u_sum
+    L = jnp.linalg.cholesky(0.5 * (P + P.T))
+    v = solve_triangular(L, h[..., None], lower=True)[..., 0]
+    logdet_Cinv = 2.0 * jnp.log(jnp.diagonal(jnp.linalg.cholesky(C_inv))).sum()
+    return (
+        -0.5 * c_sum + 0.5 * logdet_Cinv - 0.5 * m @ C_inv @ m + 0.5 * v @ v
+        - jnp.log(jnp.diagonal(L)).sum() - 0.5 * num_obs * jnp.log(2.0 * jnp.pi)
+    )
+
+
 def theta_conditional(
     S: Array, z: Array, sigma2: Array, sigma_z2: Array, m: Array, C_inv: Array
 ) -> GaussianPosterior:
@@ -65,18 +113,15 @@ def theta_conditional(
         m_{post} = \\Sigma_{post}\\Big(\\sum_j S_j (\\sigma_y^2 S_j + \\sigma_{z,j}^2 I)^{-1} \\tilde z_j
         + C^{-1} m\\Big).
 
-    With ``A_j = L_j L_j^T`` and ``W_j = L_j^{-1} S_j`` the precision terms are
-    ``W_j^T W_j`` and ``W_j^T L_j^{-1} z_j``: no explicit inverses.
+    The sums run over :func:`party_terms` (Cholesky solves, no explicit inverses).
     """
-    d = S.shape[-1]
-    eye = jnp.eye(d, dtype=S.dtype)
-    A = sigma2 * S + sigma_z2[:, None, None] * eye
-    L = jnp.linalg.cholesky(A)
-    W = solve_triangular(L, S, lower=True)
-    w = solve_triangular(L, z[..., None], lower=True)[..., 0]
-    precision = jnp.einsum("jki,jkl->il", W, W) + C_inv
-    h = jnp.einsum("jki,jk->i", W, w) + C_inv @ m
-    return _gaussian_from_natural(0.5 * (precision + precision.T), h)
+    return theta_conditional_from_terms(party_terms(S, z, sigma2, sigma_z2), m, C_inv)
+
+
+def theta_conditional_from_terms(terms: PartyTerms, m: Array, C_inv: Array) -> GaussianPosterior:
+    """eq. (12) from precomputed :class:`PartyTerms`."""
+    precision = terms.U.sum(0) + C_inv
+    return _gaussian_from_natural(0.5 * (precision + precision.T), terms.u.sum(0) + C_inv @ m)
 
 
 def fast_posterior(

@@ -136,8 +136,12 @@ def _normalx(
         "accept_prob_sigma2": extra["accept_sigma2"],
         "step_size_sigma2": np.exp(extra["log_step"]),
     }
+    if settings.collapse_theta and settings.level_moves:
+        stats.update(accept_prob_group=extra["accept_group"], accept_prob_eigen=extra["accept_eigen"],
+                     accept_prob_noncentred=extra["accept_noncentred"])
     attrs = {"num_warmup": num_warmup, "target_accept_S": settings.target_accept_S,
              "target_accept_sigma2": settings.target_accept_sigma2,
+             "collapse_theta": int(settings.collapse_theta), "level_moves": int(settings.level_moves),
              "sigma2_move": "Gaussian random walk on log sigma2 (Jacobian included)",
              "alpha_final": np.exp(extra["log_alpha"][:, -1]).ravel().tolist()}
     return MethodResult(samples, attrs, stats)
@@ -265,7 +269,7 @@ def fit(
 DIMS = {
     "theta": ["coef"], "Sigma_x": ["row", "col"], "S": ["party", "row", "col"],
     "S_tilde": ["party", "row", "col"], "z_tilde": ["party", "coef"], "n": ["party"], "sigma_S": ["party"],
-    "sigma_z": ["party"], "accept_prob_S": ["party"], "alpha": ["party"],
+    "sigma_z": ["party"], "accept_prob_S": ["party"], "alpha": ["party"], "accept_prob_eigen": ["direction"],
 }
 
 

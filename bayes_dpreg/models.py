@@ -41,6 +41,9 @@ __all__ = [
     "normalx_model",
     "fixeds_model",
     "log_target_S",
+    "log_local_S",
+    "S_tilde_dist",
+    "z_dist",
     "log_lik_z",
 ]
 
@@ -96,21 +99,24 @@ def party_dists(S: Array, theta: Array, sigma2: Array, data: ModelData) -> dict[
     ``"S_tilde"``: the noisy upper triangle; ``"z_tilde"``: ``z~_j`` given
     ``S_j, theta, sigma_y^2``.
     """
-    return {
-        "S_tilde": dist.Normal(upper(S), data.sigma_S[:, None]).to_event(1),
-        "z_tilde": z_dist(S, theta, sigma2, data.sigma_z),
-    }
+    return {"S_tilde": S_tilde_dist(S, data), "z_tilde": z_dist(S, theta, sigma2, data.sigma_z)}
+
+
+def S_tilde_dist(S: Array, data: ModelData) -> dist.Distribution:
+    """The noisy upper triangle ``S~_{j,kl} ~ N(S_{j,kl}, sigma_{S,j}^2)``, ``k <= l`` (eq. 8)."""
+    return dist.Normal(upper(S), data.sigma_S[:, None]).to_event(1)
+
+
+def log_local_S(S: Array, Sigma_x: Array, data: ModelData) -> Array:
+    """``log p(S_j | Sigma_x) + log p(S~_j | S_j)`` per party (J,): the factors of eq. (10)
+    that involve ``S_j`` but not ``theta`` or ``sigma_y^2``."""
+    return S_prior_dist(Sigma_x, data).log_prob(S) + S_tilde_dist(S, data).log_prob(upper(data.S_tilde))
 
 
 def log_target_S(S: Array, theta: Array, sigma2: Array, Sigma_x: Array, data: ModelData) -> Array:
     """``log p(S_j | Sigma_x) + log p(S~_j | S_j) + log p(z~_j | S_j, theta, sigma2)`` per party (J,):
     the unnormalised full conditional of each ``S_j``."""
-    dd = party_dists(S, theta, sigma2, data)
-    return (
-        S_prior_dist(Sigma_x, data).log_prob(S)
-        + dd["S_tilde"].log_prob(upper(data.S_tilde))
-        + dd["z_tilde"].log_prob(data.z_tilde)
-    )
+    return log_local_S(S, Sigma_x, data) + z_dist(S, theta, sigma2, data.sigma_z).log_prob(data.z_tilde)
 
 
 def log_lik_z(S: Array, theta: Array, sigma2: Array, data: ModelData) -> Array:
