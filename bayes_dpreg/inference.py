@@ -20,7 +20,7 @@ import numpy as np
 from numpyro.infer import MCMC
 
 from .closed_form import adassp_estimate, adassp_ridge, fast_posterior
-from .kernels import FixedS, NormalX, Settings
+from .kernels import FixedS, NormalX, Settings, normalx_hmc
 from .models import ModelData, fixeds_data, model_data
 from .prior import ModelSpec, Prior, ResolvedPrior, load_model
 from .release import NoisyStats, StackedStats, as_stats_list, stack_stats
@@ -107,15 +107,17 @@ def _adassp(
 
 
 def _mcmc(
-    kernel: Any, data: ModelData, key: jax.Array, num_chains: int, num_samples: int, num_warmup: int,
-    thinning: int = 1, progress_bar: bool = False, chain_method: str = "vectorized",
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    kernel: Any, model_args: tuple, key: jax.Array, num_chains: int, num_samples: int, num_warmup: int,
+    thinning: int = 1, progress_bar: bool = False, chain_method: Any = "vectorized",
+    extra_fields: tuple[str, ...] | None = None,
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Run a kernel with ``numpyro.infer.MCMC``; samples and extra fields grouped by chain."""
     mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
                 thinning=thinning, chain_method=chain_method, progress_bar=progress_bar)
-    mcmc.run(key, data, extra_fields=getattr(kernel, "extra_fields", ()))
+    mcmc.run(key, *model_args, extra_fields=extra_fields if extra_fields is not None
+             else getattr(kernel, "extra_fields", ()))
     samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
-    extra = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
+    extra = dict(mcmc.get_extra_fields(group_by_chain=True))
     return samples, extra
 
 
@@ -129,7 +131,9 @@ def _normalx(
     **options: Any,
 ) -> MethodResult:
     settings, run_opts = _kernel_settings(options)
-    samples, extra = _mcmc(NormalX(pr, settings), model_data(st), key, num_chains, num_samples, num_warmup, **run_opts)
+    samples, extra = _mcmc(NormalX(pr, settings), (model_data(st),), key, num_chains, num_samples, num_warmup,
+                           **run_opts)
+    extra = {k: np.asarray(v) for k, v in extra.items()}
     stats = {
         "accept_prob_S": extra["accept_S"],
         "alpha": np.exp(extra["log_alpha"]),
@@ -152,15 +156,37 @@ def _fixeds(
     **options: Any,
 ) -> MethodResult:
     settings, run_opts = _kernel_settings(options)
-    samples, extra = _mcmc(FixedS(pr, settings), fixeds_data(model_data(st)), key, num_chains, num_samples,
+    samples, extra = _mcmc(FixedS(pr, settings), (fixeds_data(model_data(st)),), key, num_chains, num_samples,
                            num_warmup, **run_opts)
+    extra = {k: np.asarray(v) for k, v in extra.items()}
     stats = {"accept_prob_sigma2": extra["accept_sigma2"], "step_size_sigma2": np.exp(extra["log_step"])}
     attrs = {"num_warmup": num_warmup, "target_accept_sigma2": settings.target_accept_sigma2,
              "sigma2_move": "Gaussian random walk on log sigma2 (Jacobian included)"}
     return MethodResult(samples, attrs, stats)
 
 
-METHODS: dict[str, MethodFn] = {"fast": _fast, "adassp": _adassp, "normalx": _normalx, "fixeds": _fixeds}
+def _normalx_hmc(
+    st: StackedStats, pr: ResolvedPrior, key: jax.Array, num_chains: int, num_samples: int, num_warmup: int,
+    gibbs_sigma_x: bool = False, dense_mass: bool = True, target_accept_prob: float = 0.8, max_tree_depth: int = 10,
+    **run_opts: Any,
+) -> MethodResult:
+    data = model_data(st)
+    kernel = normalx_hmc(data, pr, gibbs_sigma_x=gibbs_sigma_x, dense_mass=dense_mass,
+                         target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth)
+    run_opts.setdefault("chain_method", jax.vmap)  # numpyro's Gibbs takes a callable for vectorised chains
+    fields = ("diverging", "accept_prob", "num_steps")
+    samples, extra = _mcmc(kernel, (data, pr), key, num_chains, num_samples, num_warmup,
+                           extra_fields=tuple(f"block_states.1.{f}" for f in fields), **run_opts)
+    stats = {f: np.asarray(extra[f"block_states.1.{f}"]) for f in fields}
+    attrs = {"num_warmup": num_warmup, "gibbs_sites": "theta, Sigma_x" if gibbs_sigma_x else "theta",
+             "dense_mass": int(dense_mass), "target_accept_prob": target_accept_prob,
+             "divergences": int(stats["diverging"].sum())}
+    return MethodResult(samples, attrs, stats)
+
+
+METHODS: dict[str, MethodFn] = {
+    "fast": _fast, "adassp": _adassp, "normalx": _normalx, "fixeds": _fixeds, "normalx-hmc": _normalx_hmc,
+}
 # methods whose model has S_j ~ Wishart(Sigma_x, n_j): need n_j > d + 1
 NEEDS_WISHART = {"normalx", "normalx-hmc"}
 # the release mechanism each method needs (default "ssp", bayes_dpreg.release)

@@ -520,3 +520,36 @@ class FixedS(_PureKernel):
     _init_fn = staticmethod(fixeds_init)
     _step_fn = staticmethod(fixeds_step)
     extra_fields = ("accept_sigma2", "log_step")
+
+
+def normalx_hmc(data: ModelData, pr: ResolvedPrior, *, gibbs_sigma_x: bool = False, dense_mass: bool = True,
+                target_accept_prob: float = 0.8, max_tree_depth: int = 10) -> Any:
+    """``normalx-hmc``: NUTS within Gibbs on :func:`~bayes_dpreg.models.normalx_model` (beyond the paper).
+
+    NUTS moves ``S_j`` (NumPyro's unconstrained Cholesky parametrisation of the
+    positive-definite support), ``sigma_y^2`` (log scale) and, by default, ``Sigma_x``;
+    ``theta`` (and ``Sigma_x`` with ``gibbs_sigma_x=True``) are Gibbs steps from their
+    exact conditionals (eqs. 11-12). With ``Sigma_x`` by Gibbs the sampler inherits the
+    slow ``Sigma_x``-``S`` coupling (measured on n = 2e4, d = J = 3, eps = 1: bulk ESS
+    of ``theta`` 30-60 per 1000 draws, against 420-580 with ``Sigma_x`` inside NUTS and a
+    dense mass matrix)."""
+    from numpyro.infer import NUTS, HMCGibbs, init_to_value
+
+    from .models import normalx_model
+
+    sites = ["theta", "Sigma_x"] if gibbs_sigma_x else ["theta"]
+
+    def gibbs_fn(rng_key, gibbs_sites, hmc_sites):  # names fixed by numpyro (called by keyword)
+        k_sx, k_th = jax.random.split(rng_key)
+        S = hmc_sites["S"]
+        out = {"theta": _theta_draw(k_th, S, hmc_sites["sigma2"], data, pr)}
+        if gibbs_sigma_x:
+            out["Sigma_x"] = _sigma_x_draw(k_sx, S, data, pr)
+        return out
+
+    S0 = initial_S(data)
+    init = {"S": S0, "Sigma_x": S0.sum(0) / data.n.sum(), "sigma2": data.y_bound / 3.0,
+            "theta": jnp.zeros(data.z_tilde.shape[-1], S0.dtype)}
+    nuts = NUTS(normalx_model, init_strategy=init_to_value(values=init), dense_mass=dense_mass,
+                target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth)
+    return HMCGibbs(nuts, gibbs_fn=gibbs_fn, gibbs_sites=sites)

@@ -92,22 +92,24 @@ def test_fixeds_with_sigma2_held_fixed_reproduces_the_fast_posterior():
 
 
 SBC_PRIOR = Prior(m=0.0, C=1.0, a=3.0, b=2.0, Lambda=3.0, kappa=6.0)  # E[Sigma_x] = I
-SBC_CASES = {
-    "fixeds": ("fixeds", {}),
-    "normalx": ("normalx", {}),
-    "normalx-algorithm1": ("normalx", {"collapse_theta": False, "level_moves": False}),
+SBC_CASES = {  # method, kernel settings, replications, warm-up, thinning
+    "fixeds": ("fixeds", {}, 200, 300, 5),
+    "normalx": ("normalx", {}, 200, 300, 5),
+    "normalx-algorithm1": ("normalx", {"collapse_theta": False, "level_moves": False}, 200, 300, 5),
+    "normalx-hmc": ("normalx-hmc", {}, 100, 200, 2),
 }
 
 
 @pytest.mark.parametrize("case", list(SBC_CASES))
 def test_sbc_small(case):
-    """SBC, d = 2, J = 2, n_j = 30, eps = 1 noise, 200 replications (vmapped). Fails on a wrong
+    """SBC, d = 2, J = 2, n_j = 30, eps = 1 noise, 100-200 replications (vmapped). Fails on a wrong
     acceptance ratio: a missing Jacobian (level moves or log-sigma2 walk) or Hastings term
-    gives p-values of 1e-16 to 1e-45 here (see the closing note of the sampler issue)."""
-    method, extra = SBC_CASES[case]
+    gives p-values of 1e-16 to 1e-45 here (see the closing note of the sampler issue).
+    The full study (more replications and draws) is ``benchmarks/sbc.py``."""
+    method, extra, reps, warmup, thin = SBC_CASES[case]
     sig = bd.calibrate(1.0, 1e-5, 1.0, 1.0).sigma_S
-    res = sbc(jax.random.key(1), method, SBC_PRIOR.resolve(2), np.array([30, 30]), sig, sig, replications=200,
-              settings=kernels.Settings(num_warmup=300, **extra))
+    res = sbc(jax.random.key(1), method, SBC_PRIOR.resolve(2), np.array([30, 30]), sig, sig, replications=reps,
+              settings=kernels.Settings(num_warmup=warmup, **extra), thin=thin)
     assert len(res.pvalues) == (3 if method == "fixeds" else 5)
     assert min(res.pvalues.values()) > 1e-3, res.pvalues
 
@@ -137,6 +139,18 @@ def test_fit_mcmc_structure(method):
         assert len(post.attrs["alpha_final"]) == 2 * 3
         np.testing.assert_allclose(post["S"].values[..., 0, 1], post["S"].values[..., 1, 0])
     assert post.attrs["method"] == method and post.attrs["num_warmup"] == 200
+
+
+def test_fit_normalx_hmc_structure():
+    stats = _released()
+    idata = bd.fit(stats, method="normalx-hmc", num_warmup=100, num_samples=100, num_chains=2, seed=2)
+    post, ss = idata.posterior, idata.sample_stats
+    assert post["S"].shape == (2, 100, 3, 2, 2) and post["Sigma_x"].shape == (2, 100, 2, 2)
+    assert post["sigma2"].shape == (2, 100) and post["theta"].shape == (2, 100, 2)
+    assert set(ss.data_vars) >= {"diverging", "accept_prob", "num_steps"}
+    assert post.attrs["gibbs_sites"] == "theta" and post.attrs["divergences"] == int(ss["diverging"].sum())
+    literal = bd.fit(stats, method="normalx-hmc", num_warmup=20, num_samples=20, num_chains=1, gibbs_sigma_x=True)
+    assert literal.posterior.attrs["gibbs_sites"] == "theta, Sigma_x"
 
 
 def test_fit_mcmc_agrees_with_fast_when_noise_is_small():
