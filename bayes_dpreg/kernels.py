@@ -63,8 +63,10 @@ from jax import Array
 from numpyro.infer.mcmc import MCMCKernel
 
 from .closed_form import collapsed_log_lik, party_terms, theta_conditional, theta_conditional_from_terms
+from jax.scipy.linalg import solve_triangular
+
 from .linalg import nearest_psd, spd_inverse
-from .models import ModelData, log_lik_z, log_local_S, log_target_S, prior_dists
+from .models import ModelData, S_prior_dist, S_tilde_dist, log_lik_z, prior_dists, upper, z_dist
 from .prior import ResolvedPrior
 
 __all__ = [
@@ -166,25 +168,49 @@ def _sigma_x_draw(key: Array, S: Array, data: ModelData, pr: ResolvedPrior) -> A
     return post.sample(key)
 
 
-def _wishart_proposal(key: Array, S: Array, log_alpha: Array) -> tuple[Array, Array]:
-    """``S'_j ~ W(S_j/alpha_j, alpha_j)`` for all parties, and the Hastings term
-    ``log W(S_j; S'_j/alpha_j, alpha_j) - log W(S'_j; S_j/alpha_j, alpha_j)``."""
+def _log_S_tilde(S: Array, data: ModelData) -> Array:
+    """``log p(S~_j | S_j)`` per party (the model's ``S_tilde`` site)."""
+    return S_tilde_dist(S, data).log_prob(upper(data.S_tilde))
+
+
+def _log_obs(S: Array, theta: Array, sigma2: Array, data: ModelData) -> Array:
+    """``log p(S~_j | S_j) + log p(z~_j | S_j, theta, sigma2)`` per party (the model's observed sites)."""
+    return _log_S_tilde(S, data) + z_dist(S, theta, sigma2, data.sigma_z).log_prob(data.z_tilde)
+
+
+def _logdet(L: Array) -> Array:
+    return 2.0 * jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)).sum(-1)
+
+
+def _wishart_proposal(key: Array, S: Array, log_alpha: Array, Sigma_x: Array, data: ModelData) -> tuple[Array, Array]:
+    """``S'_j ~ W(S_j/alpha_j, alpha_j)`` for all parties, and per party
+
+    ``log p(S'_j|Sigma_x) - log p(S_j|Sigma_x) + log W(S_j; S'_j/alpha_j, alpha_j) - log W(S'_j; S_j/alpha_j, alpha_j)``
+
+    from the Wishart log-density ``(n-d-1)/2 log|S| - tr(Sigma^{-1} S)/2 - n/2 log|Sigma| + c(n)``:
+    the prior part is ``(n_j-d-1)/2 (log|S'| - log|S|) - tr(Sigma_x^{-1}(S' - S))/2`` and the Hastings
+    part ``(2 alpha - d - 1)/2 (log|S| - log|S'|) - alpha/2 (tr(S'^{-1} S) - tr(S^{-1} S'))``.
+    Equal to differences of ``numpyro.distributions.Wishart.log_prob`` (tested), at a fraction of
+    the cost: one Cholesky factor per matrix."""
+    d = S.shape[-1]
     alpha = jnp.exp(log_alpha)
-    fwd = dist.Wishart(alpha, scale_matrix=S / alpha[:, None, None])
-    prop = fwd.sample(key)
-    bwd = dist.Wishart(alpha, scale_matrix=prop / alpha[:, None, None])
-    return prop, bwd.log_prob(S) - fwd.log_prob(prop)
+    prop = dist.Wishart(alpha, scale_matrix=S / alpha[:, None, None]).sample(key)
+    L, Lp = jnp.linalg.cholesky(S), jnp.linalg.cholesky(prop)
+    ld, ldp = _logdet(L), _logdet(Lp)
+    tr_pinv_S = (solve_triangular(Lp, L, lower=True) ** 2).sum((-2, -1))  # tr(S'^-1 S) = ||Lp^-1 L||_F^2
+    tr_Sinv_p = (solve_triangular(L, Lp, lower=True) ** 2).sum((-2, -1))
+    tr_diff = jnp.einsum("kl,jlk->j", spd_inverse(Sigma_x), prop - S)  # tr(Sigma_x^-1 (S' - S))
+    prior = 0.5 * (data.n - d - 1.0) * (ldp - ld) - 0.5 * tr_diff
+    hastings = 0.5 * (2.0 * alpha - d - 1.0) * (ld - ldp) - 0.5 * alpha * (tr_pinv_S - tr_Sinv_p)
+    return prop, prior + hastings
 
 
 def _S_move(key: Array, S: Array, log_alpha: Array, theta: Array, sigma2: Array, Sigma_x: Array,
             data: ModelData) -> tuple[Array, Array]:
     """MH for every ``S_j`` at once with the Wishart proposal ``W(S_j/alpha_j, alpha_j)`` (Alg. 1)."""
     k_prop, k_acc = jax.random.split(key)
-    prop, log_hastings = _wishart_proposal(k_prop, S, log_alpha)
-    log_ratio = (
-        log_target_S(prop, theta, sigma2, Sigma_x, data) - log_target_S(S, theta, sigma2, Sigma_x, data)
-        + log_hastings
-    )
+    prop, wishart = _wishart_proposal(k_prop, S, log_alpha, Sigma_x, data)
+    log_ratio = wishart + _log_obs(prop, theta, sigma2, data) - _log_obs(S, theta, sigma2, data)
     accept, prob = _mh_accept(k_acc, log_ratio)
     return jnp.where(accept[:, None, None], prop, S), prob
 
@@ -221,8 +247,8 @@ def _S_move_collapsed(key: Array, S: Array, log_alpha: Array, sigma2: Array, Sig
     the parties through ``theta``'s marginal, run in sequence (O(d^3) each)."""
     J, d = data.z_tilde.shape
     k_prop, k_acc = jax.random.split(key)
-    prop, log_hastings = _wishart_proposal(k_prop, S, log_alpha)
-    local = log_local_S(prop, Sigma_x, data) - log_local_S(S, Sigma_x, data) + log_hastings
+    prop, wishart = _wishart_proposal(k_prop, S, log_alpha, Sigma_x, data)
+    local = wishart + _log_S_tilde(prop, data) - _log_S_tilde(S, data)
     local = jnp.where(jnp.isnan(local), -jnp.inf, local)
     old = party_terms(S, data.z_tilde, sigma2, data.sigma_z**2)
     new = party_terms(prop, data.z_tilde, sigma2, data.sigma_z**2)
@@ -246,33 +272,46 @@ def _S_move_collapsed(key: Array, S: Array, log_alpha: Array, sigma2: Array, Sig
 
 def _level_target(S: Array, Sigma_x: Array, sigma2: Array, data: ModelData, pr: ResolvedPrior) -> Array:
     """``log p(Sigma_x) + sum_j [log p(S_j|Sigma_x) + log p(S~_j|S_j)] + log p(z~|S, sigma2)``,
-    theta integrated out: the target of the level moves, up to terms constant in ``(Sigma_x, S)``."""
+    theta integrated out: the target of the level moves, up to terms constant in ``(Sigma_x, S)``.
+    The moves use :func:`_level_rest` and the Wishart identity of :func:`_congruence_mh`;
+    this complete form is what the tests compare them with."""
+    return S_prior_dist(Sigma_x, data).log_prob(S).sum() + _level_rest(S, Sigma_x, sigma2, data, pr)
+
+
+def _level_rest(S: Array, Sigma_x: Array, sigma2: Array, data: ModelData, pr: ResolvedPrior) -> Array:
+    """The level target without the Wishart factors ``p(S_j | Sigma_x)``."""
     J, d = data.z_tilde.shape
     t = party_terms(S, data.z_tilde, sigma2, data.sigma_z**2)
-    return (prior_dists(pr)["Sigma_x"].log_prob(Sigma_x) + log_local_S(S, Sigma_x, data).sum()
+    return (prior_dists(pr)["Sigma_x"].log_prob(Sigma_x) + _log_S_tilde(S, data).sum()
             + _collapsed(t.U.sum(0), t.u.sum(0), t.c.sum(0), pr, J * d))
 
 
 class _Level(NamedTuple):
-    """``(S, Sigma_x)`` and its current level target, carried through the level moves."""
+    """``(S, Sigma_x)`` and its :func:`_level_rest`, carried through the level moves."""
 
     S: Array
     Sigma_x: Array
-    log_target: Array
+    rest: Array
 
 
 def _sym(A: Array) -> Array:
     return 0.5 * (A + jnp.swapaxes(A, -1, -2))
 
 
-def _congruence_mh(key: Array, cur: _Level, G: Array, log_jac: Array, sigma2: Array, data: ModelData,
-                   pr: ResolvedPrior) -> tuple[_Level, Array]:
-    """Accept or reject ``(S_j, Sigma_x) -> (G S_j G^T, G Sigma_x G^T)`` given the log-Jacobian
-    term of the (involutive) proposal."""
+def _congruence_mh(key: Array, cur: _Level, G: Array, logdet_G: Array, log_jac: Array, sigma2: Array,
+                   data: ModelData, pr: ResolvedPrior) -> tuple[_Level, Array]:
+    """Accept or reject ``(S_j, Sigma_x) -> (G S_j G^T, G Sigma_x G^T)``; ``log_jac`` is the
+    log-Jacobian term of the (involutive) proposal, ``logdet_G = log|det G|``.
+
+    Under a joint congruence ``tr(Sigma_x^{-1} S_j)`` is invariant, so each Wishart factor
+    ``log p(S_j | Sigma_x)`` changes by exactly ``-(d + 1) log|det G|``: only the prior of
+    ``Sigma_x``, the ``S~`` likelihood and the collapsed ``z~`` likelihood are re-evaluated."""
+    J, d = data.z_tilde.shape
     S_new, Sx_new = _sym(G @ cur.S @ G.T), _sym(G @ cur.Sigma_x @ G.T)
-    lt_new = _level_target(S_new, Sx_new, sigma2, data, pr)
-    accept, prob = _mh_accept(key, lt_new - cur.log_target + log_jac)
-    new = _Level(S_new, Sx_new, lt_new)
+    rest_new = _level_rest(S_new, Sx_new, sigma2, data, pr)
+    log_ratio = rest_new - cur.rest - J * (d + 1) * logdet_G + log_jac
+    accept, prob = _mh_accept(key, log_ratio)
+    new = _Level(S_new, Sx_new, rest_new)
     return jax.tree.map(lambda a, b: jnp.where(accept, a, b), new, cur), prob
 
 
@@ -289,7 +328,8 @@ def _group_move(key: Array, cur: _Level, sigma2: Array, log_scale: Array, data: 
     w, E = jnp.linalg.eigh(H)
     eps = jnp.exp(log_scale)
     G = (E * jnp.exp(eps * w)) @ E.T
-    return _congruence_mh(jax.random.fold_in(key, 1), cur, G, (J + 1) * (d + 1) * eps * jnp.trace(H), sigma2, data, pr)
+    logdet_G = eps * jnp.trace(H)
+    return _congruence_mh(jax.random.fold_in(key, 1), cur, G, logdet_G, (J + 1) * (d + 1) * logdet_G, sigma2, data, pr)
 
 
 def _eigen_moves(key: Array, cur: _Level, sigma2: Array, basis: Array, log_steps: Array, data: ModelData,
@@ -304,7 +344,7 @@ def _eigen_moves(key: Array, cur: _Level, sigma2: Array, basis: Array, log_steps
         kk = jax.random.fold_in(key, k)
         eps_u = jnp.exp(log_steps[k]) * jax.random.normal(jax.random.fold_in(kk, 0), dtype=cur.S.dtype)
         G = jnp.eye(d, dtype=cur.S.dtype) + jnp.expm1(eps_u) * jnp.outer(basis[:, k], basis[:, k])
-        return _congruence_mh(jax.random.fold_in(kk, 1), cur, G, (J + 1) * (d + 1) * eps_u, sigma2, data, pr)
+        return _congruence_mh(jax.random.fold_in(kk, 1), cur, G, eps_u, (J + 1) * (d + 1) * eps_u, sigma2, data, pr)
 
     return jax.lax.scan(body, cur, jnp.arange(d))
 
@@ -336,9 +376,9 @@ def _noncentred_move(key: Array, cur: _Level, sigma2: Array, prop_chol: Array, d
     v_new = v + prop_chol @ jax.random.normal(jax.random.fold_in(key, 0), v.shape, v.dtype)
     L, L_new = _from_log_chol(v, d), _from_log_chol(v_new, d)
     G = jax.scipy.linalg.solve_triangular(L.T, L_new.T, lower=False).T
+    dlog_diag = jnp.log(jnp.diagonal(L_new)) - jnp.log(jnp.diagonal(L))
     weights = jnp.arange(d + 1, 1, -1) + J * (d + 1)  # d - i + 2 + J(d + 1), i = 1..d
-    log_jac = weights @ (jnp.log(jnp.diagonal(L_new)) - jnp.log(jnp.diagonal(L)))
-    return _congruence_mh(jax.random.fold_in(key, 1), cur, G, log_jac, sigma2, data, pr)
+    return _congruence_mh(jax.random.fold_in(key, 1), cur, G, dlog_diag.sum(), weights @ dlog_diag, sigma2, data, pr)
 
 
 def _log_target_sigma2_collapsed(log_s2: Array, S: Array, data: ModelData, pr: ResolvedPrior) -> Array:
@@ -381,7 +421,7 @@ def _level_moves(key: Array, S: Array, Sigma_x: Array, sigma2: Array, state: "No
     adaptation. Returns the new ``S, Sigma_x`` and the updated tuning fields of the state."""
     k_g, k_e, k_nc = jax.random.split(key, 3)
     it = state.iteration
-    cur = _Level(S, Sigma_x, _level_target(S, Sigma_x, sigma2, data, pr))
+    cur = _Level(S, Sigma_x, _level_rest(S, Sigma_x, sigma2, data, pr))
     cur, acc_g = _group_move(k_g, cur, sigma2, state.log_group_step, data, pr)
     basis = jnp.where(it < settings.num_warmup, jnp.linalg.eigh(cur.Sigma_x)[1], state.basis)
     cur, acc_e = _eigen_moves(k_e, cur, sigma2, basis, state.log_eigen_step, data, pr)
