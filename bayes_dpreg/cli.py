@@ -99,10 +99,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
         options.update(spec.fit)
     method = args.method or options.pop("method", "fast")
     options.pop("method", None)
-    for key in ("num_samples", "num_chains", "seed"):
+    for key in ("num_samples", "num_chains", "num_warmup", "seed"):
         value = getattr(args, key)
         if value is not None:
             options[key] = value
+    if method in ("normalx", "fixeds", "normalx-hmc"):
+        options.setdefault("progress_bar", True)
     idata = fit(stats, method=method, prior=prior, **options)
     print(format_table(coefficient_table(idata)))
     if args.output:
@@ -135,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--delta", type=float, default=1e-5)
     d.add_argument("--x-bound", type=float, default=4.0, help="declared bound on ||x|| (features are z-scored)")
     d.add_argument("--y-bound", type=float, default=1.0, help="declared bound on |y| (y is scaled to [-1, 1])")
-    d.add_argument("--method", default="fast")
+    d.add_argument("--method", default="fast", help="fast, fixeds, normalx, normalx-hmc")
     d.add_argument("--seed", type=int, default=0, help="seed of the demo's noise and draws")
     d.add_argument("--out", default="demo_output")
     d.set_defaults(func=cmd_demo)
@@ -156,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--model", default=None, help="TOML model specification (see models/)")
     f.add_argument("--num-samples", dest="num_samples", type=int, default=None)
     f.add_argument("--num-chains", dest="num_chains", type=int, default=None)
+    f.add_argument("--num-warmup", dest="num_warmup", type=int, default=None)
     f.add_argument("--seed", type=int, default=None)
     f.add_argument("-o", "--output", default=None, help="write the InferenceData as netCDF")
     f.set_defaults(func=cmd_fit)

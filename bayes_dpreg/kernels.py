@@ -60,13 +60,22 @@ import jax
 import jax.numpy as jnp
 import numpyro.distributions as dist
 from jax import Array
+from jax.scipy.linalg import solve_triangular
+from numpyro.infer import NUTS, HMCGibbs, init_to_value
 from numpyro.infer.mcmc import MCMCKernel
 
-from .closed_form import collapsed_log_lik, party_terms, theta_conditional, theta_conditional_from_terms
-from jax.scipy.linalg import solve_triangular
-
+from .closed_form import collapsed_log_lik, party_terms, theta_conditional
 from .linalg import nearest_psd, spd_inverse
-from .models import ModelData, S_prior_dist, S_tilde_dist, log_lik_z, prior_dists, upper, z_dist
+from .models import (
+    ModelData,
+    S_prior_dist,
+    S_tilde_dist,
+    log_lik_z,
+    normalx_model,
+    prior_dists,
+    upper,
+    z_dist,
+)
 from .prior import ResolvedPrior
 
 __all__ = [
@@ -79,6 +88,8 @@ __all__ = [
     "fixeds_step",
     "NormalX",
     "FixedS",
+    "normalx_hmc",
+    "initial_S",
 ]
 
 
@@ -573,10 +584,6 @@ def normalx_hmc(data: ModelData, pr: ResolvedPrior, *, gibbs_sigma_x: bool = Fal
     slow ``Sigma_x``-``S`` coupling (measured on n = 2e4, d = J = 3, eps = 1: bulk ESS
     of ``theta`` 30-60 per 1000 draws, against 420-580 with ``Sigma_x`` inside NUTS and a
     dense mass matrix)."""
-    from numpyro.infer import NUTS, HMCGibbs, init_to_value
-
-    from .models import normalx_model
-
     sites = ["theta", "Sigma_x"] if gibbs_sigma_x else ["theta"]
 
     def gibbs_fn(rng_key, gibbs_sites, hmc_sites):  # names fixed by numpyro (called by keyword)

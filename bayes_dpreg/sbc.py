@@ -17,6 +17,7 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro.distributions as dist
 from jax import Array
 from scipy.stats import chi2
 
@@ -42,8 +43,6 @@ def _sym_noise(key: Array, J: int, d: int, dtype) -> Array:
 def simulate_from_prior(key: Array, pr: ResolvedPrior, n: Array, sigma_S: Array, sigma_z: Array,
                         fixed_S: bool = False) -> tuple[dict[str, Array], ModelData]:
     """One draw of the parameters from the prior and of the released statistics given them."""
-    import numpyro.distributions as dist
-
     J = n.shape[0]
     d = pr.m.shape[0]
     k = jax.random.split(key, 7)
