@@ -114,16 +114,17 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 
 def cmd_sigma(args: argparse.Namespace) -> int:
-    from .privacy import analytic_gaussian_sigma, calibrate, classical_gaussian_sigma
+    from .privacy import analytic_gaussian_sigma, as_published_gaussian_sigma, calibrate, classical_gaussian_sigma
 
     print(f"delta = {args.delta:g}; unit-sensitivity noise sd and the [S, z] calibration for "
           f"||x|| <= {args.x_bound:g}, |y| <= {args.y_bound:g}")
-    print(f"{'eps':>8}{'analytic':>12}{'classical':>12}{'sigma_S':>12}{'sigma_z':>12}  calibration")
+    print(f"{'eps':>8}{'analytic':>12}{'classical':>12}{'sigma_S':>12}{'sigma_z':>12}  calibration"
+          f"{'as published (NOT private)':>30}")
     for eps in args.epsilon:
         classical = classical_gaussian_sigma(eps, args.delta) if eps <= 1 else float("nan")
         cal = calibrate(eps, args.delta, args.x_bound, args.y_bound)
         print(f"{eps:>8g}{analytic_gaussian_sigma(eps, args.delta):>12.5g}{classical:>12.5g}"
-              f"{cal.sigma_S:>12.5g}{cal.sigma_z:>12.5g}  {cal.kind}")
+              f"{cal.sigma_S:>12.5g}{cal.sigma_z:>12.5g}  {cal.kind:<11}{as_published_gaussian_sigma(eps, args.delta):>19.5g}")
     return 0
 
 

@@ -19,6 +19,7 @@ import json
 import math
 import os
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, Sequence
@@ -27,6 +28,7 @@ import numpy as np
 
 from .privacy import (
     CalibrationKind,
+    NotPrivateWarning,
     Neighbouring,
     analytic_gaussian_sigma,
     calibrate,
@@ -220,8 +222,10 @@ def _check_stats(s: NoisyStats) -> None:
         raise ValueError("S and z must be finite (no NaN or inf)")
     if not np.array_equal(s.S, s.S.T):
         raise ValueError("S is not symmetric: a released S~ is symmetric by construction")
-    if s.calibration not in ("joint", "split"):
-        raise ValueError(f"calibration must be 'joint' or 'split', got {s.calibration!r}")
+    if s.calibration not in ("joint", "split", "as_published"):
+        raise ValueError(f"calibration must be 'joint', 'split' or 'as_published', got {s.calibration!r}")
+    if s.calibration == "as_published" and s.neighbouring != "add_remove":
+        raise ValueError("the 'as_published' calibration uses add/remove sensitivities")
     if s.neighbouring not in ("replace", "add_remove"):
         raise ValueError(f"neighbouring must be 'replace' or 'add_remove', got {s.neighbouring!r}")
     if s.mechanism not in ("ssp", "adassp"):
@@ -270,9 +274,19 @@ def load_stats(path: str | os.PathLike) -> NoisyStats:
         missing, extra = expected - set(payload), set(payload) - expected
         raise StatsFileError(f"{path}: wrong fields (missing {sorted(missing)}, unexpected {sorted(extra)})")
     try:
-        return NoisyStats(**payload)
+        stats = NoisyStats(**payload)
     except (ValueError, TypeError) as exc:
         raise StatsFileError(f"{path}: {exc}") from None
+    _warn_if_not_private(stats)
+    return stats
+
+
+def _warn_if_not_private(stats: "NoisyStats") -> None:
+    if stats.calibration == "as_published":
+        warnings.warn(
+            f"{stats.name or 'statistics'}: released with the authors' 'as published' noise, which does NOT "
+            f"give ({stats.epsilon}, {stats.delta})-DP; for reproducing published figures only",
+            NotPrivateWarning, stacklevel=3)
 
 
 def _symmetric_noise(rng: np.random.Generator, d: int) -> np.ndarray:
@@ -305,7 +319,9 @@ def release(
     Rows with ``||x|| > x_bound`` are scaled onto the ball and ``y`` is clipped
     to ``[-y_bound, y_bound]`` first; a :class:`~bayes_dpreg.privacy.ClippingWarning`
     tells the caller how many (this count is *not* released). The noise sds
-    come from :func:`~bayes_dpreg.privacy.calibrate`. Without ``seed`` the
+    come from :func:`~bayes_dpreg.privacy.calibrate`; ``calibration="as_published"``
+    (the authors' under-calibrated noise, for reproductions only) is not private and
+    warns with :class:`~bayes_dpreg.privacy.NotPrivateWarning`. Without ``seed`` the
     noise generator is seeded from the operating system's entropy; pass a seed
     only for experiments, never for a real release.
     """
@@ -317,7 +333,7 @@ def release(
     S, z = _exact_stats(Xc, yc)
     rng = np.random.default_rng(seed)
     d = X.shape[1]
-    return NoisyStats(
+    out = NoisyStats(
         S=S + cal.sigma_S * _symmetric_noise(rng, d),
         z=z + cal.sigma_z * rng.standard_normal(d),
         n=int(X.shape[0]),
@@ -332,6 +348,8 @@ def release(
         neighbouring=cal.neighbouring,
         name=name,
     )
+    _warn_if_not_private(out)
+    return out
 
 
 def release_adassp(

@@ -66,3 +66,23 @@ def test_as_published_sigma_reproduces_the_authors_values():
         assert s == pytest.approx(ref, abs=5e-4)
         assert gaussian_delta(s, eps) == pytest.approx(real, rel=0.35)
         assert s < bd.analytic_gaussian_sigma(eps, 1e-5)
+
+
+def test_as_published_release_is_flagged_and_round_trips(tmp_path):
+    from bayes_dpreg.privacy import NotPrivateWarning, calibrate, ssp_sensitivity
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 2)) * 0.2
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+    y = np.clip(X @ [1.0, -1.0] + 0.1 * rng.normal(size=500), -1, 1)
+    with pytest.warns(NotPrivateWarning, match="does NOT give"):
+        s = bd.release(X, y, epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0, calibration="as_published", seed=0)
+    joint = as_published_gaussian_sigma(1.0, 1e-5) * ssp_sensitivity(1.0, 1.0, "add_remove")["joint"]
+    assert s.calibration == "as_published" and s.neighbouring == "add_remove"
+    assert min(s.sigma_S, s.sigma_z) <= joint and s.sigma_S < calibrate(1.0, 1e-5, 1.0, 1.0).sigma_S
+    path = s.save(tmp_path / "p.json")
+    with pytest.warns(NotPrivateWarning):
+        assert bd.load_stats(path) == s
+    # never chosen automatically
+    for yb in (0.01, 1.0, 10.0):
+        assert calibrate(1.0, 1e-5, 1.0, yb).kind in ("joint", "split")
