@@ -126,7 +126,7 @@ LEVEL_MOVES_MAX_D = 8
 
 def _kernel_settings(options: dict[str, Any], d: int) -> tuple[Settings, dict[str, Any]]:
     """Split kernel settings from run options. ``level_moves="auto"`` (default) turns the level
-    moves on for ``d <= 8``: at d = 5 they raise the ESS of theta 10-100x on ill-conditioned
+    moves on for ``d <= 8``: at d = 5 they raise the ESS of theta 35-250x on ill-conditioned
     problems (``benchmarks/convergence.py``), while at d = 10-20 each iteration costs 3-20x
     more and the adaptive proposal does not learn within a normal warm-up
     (``benchmarks/bench_samplers.py``)."""

@@ -47,9 +47,10 @@ Algorithm 1 exactly), with the same stationary distribution:
   ``x -> G x G^T``: an isotropic ``G = expm(eps H)``, one scaling per
   eigen-direction of ``Sigma_x``, and an adaptive-Metropolis random walk on
   ``logchol(Sigma_x)`` in the non-centred parametrisation ``S_j = L W_j L^T``.
-  At n = 1e5, d = J = 5, eps = 1 (paper's simulation and prior), the bulk ESS of
-  ``theta`` over 4 x 5000 draws rose from 13-80 (Algorithm 1) to 670-9900, R-hat
-  from up to 1.20 to <= 1.01 (``benchmarks/convergence.py``).
+  At n = 1e5, d = J = 5, eps = 1 (paper's simulation and prior; 5 seeds), the
+  smallest bulk ESS of ``theta`` over 4 x 5000 draws is 946-1498 with max R-hat
+  <= 1.01, against 6-28 and R-hat up to 1.67 for Algorithm 1 on 4 of the 5 seeds
+  (``benchmarks/convergence.py``, ``docs/results/convergence/table.md``).
 """
 
 from __future__ import annotations
@@ -233,8 +234,9 @@ def initial_S(data: ModelData) -> Array:
     The authors start at ``nearestPSD(S~_j) + I``. When ``n_j`` is large,
     ``p(S_j | Sigma_x)`` is very tight around ``n_j Sigma_x`` while each
     ``S~_j`` is off by its noise, so that point has a log-density hundreds of
-    thousands of units below the typical set (measured: -4.9e5 against -1.5e3
-    at n = 1e5, d = 5, J = 5, eps = 1) and the chain spends its warm-up climbing.
+    thousands of units below the typical set (a one-off check at n = 1e5, d = 5,
+    J = 5, eps = 1: -4.9e5 against -1.5e3 at the truth) and the chain spends its
+    warm-up climbing.
     Pooling the parties averages the noise and respects the Wishart prior."""
     d = data.z_tilde.shape[-1]
     n = data.n.sum()

@@ -91,14 +91,6 @@ def gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> fl
     return float(ndtr(a - b) - math.exp(epsilon + log_ndtr(-a - b)))
 
 
-def _b_plus(v: float, eps: float) -> float:
-    return float(ndtr(math.sqrt(eps * v)) - math.exp(eps + log_ndtr(-math.sqrt(eps * (v + 2.0)))))
-
-
-def _b_minus(u: float, eps: float) -> float:
-    return float(ndtr(-math.sqrt(eps * u)) - math.exp(eps + log_ndtr(-math.sqrt(eps * (u + 2.0)))))
-
-
 def _bracket_root(f, start: float = 1.0) -> tuple[float, float]:
     """Grow ``[0, hi]`` geometrically until ``f`` changes sign (f(0) and f(hi) differ)."""
     hi = start
@@ -108,6 +100,22 @@ def _bracket_root(f, start: float = 1.0) -> tuple[float, float]:
         if hi > 1e12:
             raise RuntimeError("could not bracket the analytic Gaussian root")
     return 0.0, hi
+
+
+def _algorithm1(eps: float, delta: float, root) -> float:
+    """Balle & Wang (2018), Algorithm 1 at unit sensitivity, with ``root(w)`` in the first term:
+    ``B+(v) = Phi(root(v)) - e^eps Phi(-sqrt(eps (v + 2)))``, ``B-(u) = Phi(-root(u)) - e^eps Phi(-sqrt(eps (u + 2)))``."""
+    tail = lambda w: math.exp(eps + log_ndtr(-math.sqrt(eps * (w + 2.0))))
+    delta0 = 0.5 - math.exp(eps + log_ndtr(-math.sqrt(2.0 * eps)))
+    if delta >= delta0:
+        g = lambda v: float(ndtr(root(v))) - tail(v) - delta  # increasing in v
+        v = brentq(g, *_bracket_root(g), xtol=1e-300, rtol=_RTOL, maxiter=500)
+        alpha = math.sqrt(1.0 + v / 2.0) - math.sqrt(v / 2.0)
+    else:
+        g = lambda u: float(ndtr(-root(u))) - tail(u) - delta  # decreasing in u
+        u = brentq(g, *_bracket_root(g), xtol=1e-300, rtol=_RTOL, maxiter=500)
+        alpha = math.sqrt(1.0 + u / 2.0) + math.sqrt(u / 2.0)
+    return alpha / math.sqrt(2.0 * eps)
 
 
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
@@ -129,18 +137,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     check_privacy_parameters(epsilon, delta)
     _check_positive("sensitivity", sensitivity)
     eps = float(epsilon)
-    delta0 = 0.5 - math.exp(eps + log_ndtr(-math.sqrt(2.0 * eps)))
-    if delta >= delta0:
-        g = lambda v: _b_plus(v, eps) - delta  # increasing in v
-        lo, hi = _bracket_root(g)
-        v = brentq(g, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=500)
-        alpha = math.sqrt(1.0 + v / 2.0) - math.sqrt(v / 2.0)
-    else:
-        g = lambda u: _b_minus(u, eps) - delta  # decreasing in u
-        lo, hi = _bracket_root(g)
-        u = brentq(g, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=500)
-        alpha = math.sqrt(1.0 + u / 2.0) + math.sqrt(u / 2.0)
-    return alpha * sensitivity / math.sqrt(2.0 * eps)
+    return sensitivity * _algorithm1(eps, delta, lambda w: math.sqrt(eps * w))
 
 
 def classical_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
@@ -335,17 +332,4 @@ def as_published_gaussian_sigma(epsilon: float, delta: float) -> float:
     """
     check_privacy_parameters(epsilon, delta)
     eps = float(epsilon)
-    root_eps = math.sqrt(eps)
-    tail = lambda w: math.exp(eps + log_ndtr(-math.sqrt(eps * (w + 2.0))))
-    delta0 = 0.5 - math.exp(eps + log_ndtr(-math.sqrt(2.0 * eps)))
-    if delta >= delta0:
-        g = lambda v: float(ndtr(root_eps * v)) - tail(v) - delta
-        lo, hi = _bracket_root(g)
-        v = brentq(g, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=500)
-        alpha = math.sqrt(1.0 + v / 2.0) - math.sqrt(v / 2.0)
-    else:
-        g = lambda u: float(ndtr(-root_eps * u)) - tail(u) - delta
-        lo, hi = _bracket_root(g)
-        u = brentq(g, lo, hi, xtol=1e-300, rtol=_RTOL, maxiter=500)
-        alpha = math.sqrt(1.0 + u / 2.0) + math.sqrt(u / 2.0)
-    return alpha / math.sqrt(2.0 * eps)
+    return _algorithm1(eps, delta, lambda w: math.sqrt(eps) * w)
