@@ -117,7 +117,7 @@ def _mcmc(
     mcmc.run(key, *model_args, extra_fields=extra_fields if extra_fields is not None
              else getattr(kernel, "extra_fields", ()))
     samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
-    extra = dict(mcmc.get_extra_fields(group_by_chain=True))
+    extra = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
     return samples, extra
 
 
@@ -143,7 +143,6 @@ def _normalx(
     settings, run_opts = _kernel_settings(options, st.d)
     samples, extra = _mcmc(NormalX(pr, settings), (model_data(st),), key, num_chains, num_samples, num_warmup,
                            **run_opts)
-    extra = {k: np.asarray(v) for k, v in extra.items()}
     stats = {
         "accept_prob_S": extra["accept_S"],
         "alpha": np.exp(extra["log_alpha"]),
@@ -168,7 +167,6 @@ def _fixeds(
     settings, run_opts = _kernel_settings(options, st.d)
     samples, extra = _mcmc(FixedS(pr, settings), (fixeds_data(model_data(st)),), key, num_chains, num_samples,
                            num_warmup, **run_opts)
-    extra = {k: np.asarray(v) for k, v in extra.items()}
     stats = {"accept_prob_sigma2": extra["accept_sigma2"], "step_size_sigma2": np.exp(extra["log_step"])}
     attrs = {"num_warmup": num_warmup, "target_accept_sigma2": settings.target_accept_sigma2,
              "sigma2_move": "Gaussian random walk on log sigma2 (Jacobian included)"}
@@ -187,7 +185,7 @@ def _normalx_hmc(
     fields = ("diverging", "accept_prob", "num_steps")
     samples, extra = _mcmc(kernel, (data, pr), key, num_chains, num_samples, num_warmup,
                            extra_fields=tuple(f"block_states.1.{f}" for f in fields), **run_opts)
-    stats = {f: np.asarray(extra[f"block_states.1.{f}"]) for f in fields}
+    stats = {f: extra[f"block_states.1.{f}"] for f in fields}
     attrs = {"num_warmup": num_warmup, "gibbs_sites": "theta, Sigma_x" if gibbs_sigma_x else "theta",
              "dense_mass": int(dense_mass), "target_accept_prob": target_accept_prob,
              "divergences": int(stats["diverging"].sum())}
@@ -225,22 +223,25 @@ def fit(
     Parameters
     ----------
     stats : one :class:`NoisyStats` per party (from :func:`release` or :func:`load_stats`).
-    method : ``"fast"`` (Bayes-fixedS-fast, Alg. 3; exact Gaussian draws) or
+    method : ``"fast"`` (Bayes-fixedS-fast, Alg. 3; exact Gaussian draws),
         ``"adassp"`` (distributed adaSSP point estimate, App. C.2; needs
-        :func:`release_adassp` statistics).
+        :func:`release_adassp` statistics), ``"normalx"`` (MCMC-normalX, Alg. 1),
+        ``"fixeds"`` (MCMC-fixedS, Alg. 2) or ``"normalx-hmc"`` (NUTS within Gibbs).
     prior : a :class:`Prior`, a :class:`ModelSpec` or a TOML path; default ``Prior()``.
     num_samples, num_chains : draws per chain and number of chains.
     num_warmup : MCMC warm-up iterations per chain (adaptation; discarded).
     seed : seed of the analyst's sampling (the releases' noise is already fixed).
     coef_names : labels of the ``coef`` dimension.
     options : method options, e.g. ``sigma2="text" | "code" | float`` for ``"fast"``,
-        ``p=0.05`` for ``"adassp"``.
+        ``p=0.05`` for ``"adassp"``, :class:`~bayes_dpreg.kernels.Settings` fields and
+        ``progress_bar`` for the MCMC methods (README).
 
     Returns
     -------
     ``arviz.InferenceData`` with a ``posterior`` group (``theta`` with dims
-    ``chain, draw, coef``, and ``sigma2`` where the method infers it) and a
-    ``constant_data`` group holding the released statistics. The posterior's
+    ``chain, draw, coef``; ``sigma2``, ``Sigma_x`` and ``S`` where the method infers
+    them), ``sample_stats`` for the MCMC methods and a ``constant_data`` group
+    holding the released statistics. The posterior's
     ``attrs`` record ``method``, ``epsilon``, ``delta``, ``J``, ``n`` and the
     method's settings.
     """

@@ -158,14 +158,12 @@ def _log_target_sigma2(log_s2: Array, S: Array, theta: Array, data: ModelData, p
     return prior_dists(pr)["sigma2"].log_prob(s2) + log_lik_z(S, theta, s2, data) + log_s2
 
 
-def _sigma2_move(key: Array, sigma2: Array, log_step: Array, S: Array, theta: Array,
-                 data: ModelData, pr: ResolvedPrior) -> tuple[Array, Array]:
-    """Random-walk MH on ``log sigma_y^2`` (Jacobian included in the target)."""
+def _sigma2_move(key: Array, sigma2: Array, log_step: Array, log_target) -> tuple[Array, Array]:
+    """Random-walk MH on ``log sigma_y^2``; ``log_target(log_s2)`` includes the Jacobian ``+ log_s2``."""
     k_prop, k_acc = jax.random.split(key)
     log_s2 = jnp.log(sigma2)
     prop = log_s2 + jnp.exp(log_step) * jax.random.normal(k_prop, dtype=log_s2.dtype)
-    log_ratio = _log_target_sigma2(prop, S, theta, data, pr) - _log_target_sigma2(log_s2, S, theta, data, pr)
-    accept, prob = _mh_accept(k_acc, log_ratio)
+    accept, prob = _mh_accept(k_acc, log_target(prop) - log_target(log_s2))
     return jnp.where(accept, jnp.exp(prop), sigma2), prob
 
 
@@ -250,6 +248,12 @@ def _collapsed(terms_U: Array, terms_u: Array, terms_c: Array, pr: ResolvedPrior
     return collapsed_log_lik(terms_U, terms_u, terms_c, jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C)), num_obs)
 
 
+def _collapsed_lik(S: Array, sigma2: Array, data: ModelData, pr: ResolvedPrior) -> Array:
+    """``log p(z~_{1:J} | S_{1:J}, sigma_y^2)`` with theta integrated out."""
+    t = party_terms(S, data.z_tilde, sigma2, data.sigma_z**2)
+    return _collapsed(t.U.sum(0), t.u.sum(0), t.c.sum(0), pr, data.z_tilde.size)
+
+
 def _S_move_collapsed(key: Array, S: Array, log_alpha: Array, sigma2: Array, Sigma_x: Array,
                       data: ModelData, pr: ResolvedPrior) -> tuple[Array, Array]:
     """MH for each ``S_j`` targeting ``p(S_j | S_-j, Sigma_x, sigma_y^2, data)`` with ``theta``
@@ -261,8 +265,7 @@ def _S_move_collapsed(key: Array, S: Array, log_alpha: Array, sigma2: Array, Sig
     J, d = data.z_tilde.shape
     k_prop, k_acc = jax.random.split(key)
     prop, wishart = _wishart_proposal(k_prop, S, log_alpha, Sigma_x, data)
-    local = wishart + _log_S_tilde(prop, data) - _log_S_tilde(S, data)
-    local = jnp.where(jnp.isnan(local), -jnp.inf, local)
+    local = wishart + _log_S_tilde(prop, data) - _log_S_tilde(S, data)  # NaN is rejected below
     old = party_terms(S, data.z_tilde, sigma2, data.sigma_z**2)
     new = party_terms(prop, data.z_tilde, sigma2, data.sigma_z**2)
     log_u = jnp.log(jax.random.uniform(k_acc, (J,), dtype=S.dtype))
@@ -293,10 +296,8 @@ def _level_target(S: Array, Sigma_x: Array, sigma2: Array, data: ModelData, pr: 
 
 def _level_rest(S: Array, Sigma_x: Array, sigma2: Array, data: ModelData, pr: ResolvedPrior) -> Array:
     """The level target without the Wishart factors ``p(S_j | Sigma_x)``."""
-    J, d = data.z_tilde.shape
-    t = party_terms(S, data.z_tilde, sigma2, data.sigma_z**2)
     return (prior_dists(pr)["Sigma_x"].log_prob(Sigma_x) + _log_S_tilde(S, data).sum()
-            + _collapsed(t.U.sum(0), t.u.sum(0), t.c.sum(0), pr, J * d))
+            + _collapsed_lik(S, sigma2, data, pr))
 
 
 class _Level(NamedTuple):
@@ -396,20 +397,7 @@ def _noncentred_move(key: Array, cur: _Level, sigma2: Array, prop_chol: Array, d
 
 def _log_target_sigma2_collapsed(log_s2: Array, S: Array, data: ModelData, pr: ResolvedPrior) -> Array:
     s2 = jnp.exp(log_s2)
-    t = party_terms(S, data.z_tilde, s2, data.sigma_z**2)
-    ll = _collapsed(t.U.sum(0), t.u.sum(0), t.c.sum(0), pr, data.z_tilde.size)
-    return prior_dists(pr)["sigma2"].log_prob(s2) + ll + log_s2
-
-
-def _sigma2_move_collapsed(key: Array, sigma2: Array, log_step: Array, S: Array, data: ModelData,
-                           pr: ResolvedPrior) -> tuple[Array, Array]:
-    """Random-walk MH on ``log sigma_y^2`` with ``theta`` integrated out."""
-    k_prop, k_acc = jax.random.split(key)
-    log_s2 = jnp.log(sigma2)
-    prop = log_s2 + jnp.exp(log_step) * jax.random.normal(k_prop, dtype=log_s2.dtype)
-    log_ratio = _log_target_sigma2_collapsed(prop, S, data, pr) - _log_target_sigma2_collapsed(log_s2, S, data, pr)
-    accept, prob = _mh_accept(k_acc, log_ratio)
-    return jnp.where(accept, jnp.exp(prop), sigma2), prob
+    return prior_dists(pr)["sigma2"].log_prob(s2) + _collapsed_lik(S, s2, data, pr) + log_s2
 
 
 def _update_theta_sigma2(key: Array, S: Array, theta: Array, sigma2: Array, log_step: Array, data: ModelData,
@@ -420,11 +408,11 @@ def _update_theta_sigma2(key: Array, S: Array, theta: Array, sigma2: Array, log_
     if not settings.update_sigma2:
         return _theta_draw(k_th, S, sigma2, data, pr), sigma2, jnp.ones_like(sigma2)
     if settings.collapse_theta:
-        sigma2, acc = _sigma2_move_collapsed(k_s2, sigma2, log_step, S, data, pr)
+        sigma2, acc = _sigma2_move(k_s2, sigma2, log_step, lambda v: _log_target_sigma2_collapsed(v, S, data, pr))
         theta = _theta_draw(k_th, S, sigma2, data, pr)
     else:
         theta = _theta_draw(k_th, S, sigma2, data, pr)
-        sigma2, acc = _sigma2_move(k_s2, sigma2, log_step, S, theta, data, pr)
+        sigma2, acc = _sigma2_move(k_s2, sigma2, log_step, lambda v: _log_target_sigma2(v, S, theta, data, pr))
     return theta, sigma2, acc
 
 
