@@ -20,6 +20,7 @@ import numpy as np
 from numpyro.infer import MCMC
 
 from .closed_form import adassp_estimate, adassp_ridge, fast_posterior
+from .bs import BS, bs_data
 from .kernels import FixedS, NormalX, Settings, normalx_hmc
 from .models import ModelData, fixeds_data, model_data
 from .prior import ModelSpec, Prior, ResolvedPrior, load_model
@@ -192,14 +193,29 @@ def _normalx_hmc(
     return MethodResult(samples, attrs, stats)
 
 
+def _bs(
+    st: StackedStats, pr: ResolvedPrior, key: jax.Array, num_chains: int, num_samples: int, num_warmup: int,
+    **run_opts: Any,
+) -> MethodResult:
+    data = bs_data(st.S, st.z, st.u, st.n, st.sigma_S)
+    samples, extra = _mcmc(BS(pr), (data,), key, num_chains, num_samples, num_warmup, **run_opts)
+    stats = {"psd_projected": extra["psd_projected"], "b_floored": extra["b_floored"]}
+    attrs = {"num_warmup": num_warmup, "psd_projected_fraction": float((extra["psd_projected"] > 0).mean()),
+             "b_floored_fraction": float(extra["b_floored"].mean()),
+             "model": "CLT approximation of [upper(S), z, y^T y] (Bernstein & Sheldon 2019), NIG prior"}
+    return MethodResult(samples, attrs, stats)
+
+
 METHODS: dict[str, MethodFn] = {
     "fast": _fast, "adassp": _adassp, "normalx": _normalx, "fixeds": _fixeds, "normalx-hmc": _normalx_hmc,
+    "bs": _bs,
 }
 # methods whose model has S_j ~ Wishart(Sigma_x, n_j): need n_j > d + 1
 NEEDS_WISHART = {"normalx", "normalx-hmc"}
-# the release mechanism each method needs (default "ssp", bayes_dpreg.release)
-MECHANISM: dict[str, str] = {"adassp": "adassp"}
-_RELEASE_FN = {"ssp": "bayes_dpreg.release", "adassp": "bayes_dpreg.release_adassp"}
+# the release mechanisms each method accepts (default: "ssp" and "bs", whose S~, z~ have the same form)
+MECHANISM: dict[str, tuple[str, ...]] = {"adassp": ("adassp",), "bs": ("bs",)}
+_SSP_MECHANISMS = ("ssp", "bs")
+_RELEASE_FN = {"ssp": "bayes_dpreg.release", "adassp": "bayes_dpreg.release_adassp", "bs": "bayes_dpreg.release_bs"}
 
 
 def _constant_data(st: StackedStats) -> dict[str, np.ndarray]:
@@ -226,7 +242,8 @@ def fit(
     method : ``"fast"`` (Bayes-fixedS-fast, Alg. 3; exact Gaussian draws),
         ``"adassp"`` (distributed adaSSP point estimate, App. C.2; needs
         :func:`release_adassp` statistics), ``"normalx"`` (MCMC-normalX, Alg. 1),
-        ``"fixeds"`` (MCMC-fixedS, Alg. 2) or ``"normalx-hmc"`` (NUTS within Gibbs).
+        ``"fixeds"`` (MCMC-fixedS, Alg. 2), ``"normalx-hmc"`` (NUTS within Gibbs) or
+        ``"bs"`` (MCMC-B&S, App. C.1; needs :func:`release_bs` statistics).
     prior : a :class:`Prior`, a :class:`ModelSpec` or a TOML path; default ``Prior()``.
     num_samples, num_chains : draws per chain and number of chains.
     num_warmup : MCMC warm-up iterations per chain (adaptation; discarded).
@@ -248,12 +265,12 @@ def fit(
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; available: {sorted(METHODS)}")
     stats = as_stats_list(stats)
-    needed = MECHANISM.get(method, "ssp")
-    wrong = [j for j, s in enumerate(stats) if s.mechanism != needed]
+    accepted = MECHANISM.get(method, _SSP_MECHANISMS)
+    wrong = [j for j, s in enumerate(stats) if s.mechanism not in accepted]
     if wrong:
         raise ValueError(
-            f"method {method!r} needs statistics released with {_RELEASE_FN[needed]} "
-            f"(mechanism {needed!r}); parties {wrong} used another mechanism"
+            f"method {method!r} needs statistics released with {_RELEASE_FN[accepted[0]]} "
+            f"(mechanism {accepted[0]!r}); parties {wrong} used another mechanism"
         )
     for name, v in (("num_samples", num_samples), ("num_chains", num_chains), ("num_warmup", num_warmup + 1)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:

@@ -42,8 +42,10 @@ __all__ = [
     "classical_gaussian_sigma",
     "gaussian_delta",
     "ssp_sensitivity",
+    "bs_sensitivity",
     "Calibration",
     "calibrate",
+    "calibrate_bs",
     "ClipReport",
     "ClippingWarning",
     "NotPrivateWarning",
@@ -189,6 +191,18 @@ def ssp_sensitivity(
     raise ValueError(f"neighbouring must be 'replace' or 'add_remove', got {neighbouring!r}")
 
 
+def bs_sensitivity(x_bound: float, y_bound: float, neighbouring: Neighbouring = "replace") -> float:
+    """L2 sensitivity of the MCMC-B&S release ``[upper(S), z, y^T y]`` (App. C.1).
+
+    ``"add_remove"``: one row's contribution, ``sqrt(B^4 + B^2 Y^2 + Y^4)`` (the paper's
+    ``Delta_ss``). ``"replace"``: the ``[upper(S), z]`` part changes by at most
+    :func:`ssp_sensitivity` ``["joint"]`` and ``y^2`` by at most ``Y^2``, so
+    ``sqrt(Delta_joint^2 + Y^4)`` bounds the change (the two maxima need not be
+    attained together, so this may exceed the exact value slightly; it is never smaller).
+    """
+    return math.sqrt(ssp_sensitivity(x_bound, y_bound, neighbouring)["joint"] ** 2 + y_bound**4)
+
+
 @dataclass(frozen=True)
 class Calibration:
     """Noise standard deviations of one release and how they were chosen."""
@@ -252,6 +266,26 @@ def _as_published(epsilon: float, delta: float, x_bound: float, y_bound: float) 
     if s_S**2 + s_z**2 < 2.0 * s_joint**2:
         return Calibration(s_S, s_z, "as_published", "add_remove")
     return Calibration(s_joint, s_joint, "as_published", "add_remove")
+
+
+def calibrate_bs(
+    epsilon: float,
+    delta: float,
+    x_bound: float,
+    y_bound: float,
+    calibration: Literal["joint", "as_published"] = "joint",
+) -> float:
+    """Noise sd ``sigma_dp`` of the MCMC-B&S release (App. C.1, eq. 13), one Gaussian
+    mechanism on ``[upper(S), z, y^T y]``: ``sigma(eps, delta) * Delta_ss`` with
+    :func:`bs_sensitivity` (replacement neighbours). ``"as_published"`` (**not private**,
+    reproductions only): :func:`as_published_gaussian_sigma` times the paper's add/remove
+    ``Delta_ss``."""
+    check_privacy_parameters(epsilon, delta)
+    if calibration == "joint":
+        return analytic_gaussian_sigma(epsilon, delta) * bs_sensitivity(x_bound, y_bound, "replace")
+    if calibration == "as_published":
+        return as_published_gaussian_sigma(epsilon, delta) * bs_sensitivity(x_bound, y_bound, "add_remove")
+    raise ValueError(f"the B&S release calibration must be 'joint' or 'as_published', got {calibration!r}")
 
 
 class NotPrivateWarning(UserWarning):

@@ -33,6 +33,7 @@ from .privacy import (
     analytic_gaussian_sigma,
     calibrate,
     check_privacy_parameters,
+    calibrate_bs,
     clip,
     warn_if_clipped,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "NoisyStats",
     "release",
     "release_adassp",
+    "release_bs",
     "load_stats",
     "StatsFileError",
     "StackedStats",
@@ -53,7 +55,7 @@ FORMAT = "bayes_dpreg.noisy_stats"
 FORMAT_VERSION = 1
 _REL_TOL = 1e-12
 
-Mechanism = Literal["ssp", "adassp"]
+Mechanism = Literal["ssp", "adassp", "bs"]
 
 
 class StatsFileError(ValueError):
@@ -94,7 +96,9 @@ class NoisyStats:
     ``M`` is symmetric with its upper triangle (diagonal included) iid N(0, 1);
     ``v ~ N(0, I_d)``. For ``mechanism="adassp"`` the budget is split in thirds
     (App. C.2): ``S~, z~`` at ``(2 eps/3, 2 delta/3)`` and the noisy smallest
-    eigenvalue ``lambda_min`` at ``(eps/3, delta/3)``.
+    eigenvalue ``lambda_min`` at ``(eps/3, delta/3)``. For ``mechanism="bs"`` (MCMC-B&S,
+    App. C.1, eq. 13) ``u~ = y^T y + sigma_u w`` is released too, with one Gaussian
+    mechanism on ``[upper(S), z, y^T y]`` (``sigma_S = sigma_z = sigma_u``).
     """
 
     S: np.ndarray
@@ -112,6 +116,8 @@ class NoisyStats:
     mechanism: str = "ssp"
     lambda_min: float | None = None
     sigma_lambda: float | None = None
+    u: float | None = None
+    sigma_u: float | None = None
     name: str = ""
     meta: dict = field(default_factory=dict)
 
@@ -143,6 +149,8 @@ class NoisyStats:
             "mechanism": self.mechanism,
             "lambda_min": None if self.lambda_min is None else float(self.lambda_min),
             "sigma_lambda": None if self.sigma_lambda is None else float(self.sigma_lambda),
+            "u": None if self.u is None else float(self.u),
+            "sigma_u": None if self.sigma_u is None else float(self.sigma_u),
             "name": self.name,
             "meta": dict(self.meta),
         }
@@ -191,7 +199,11 @@ def _close(a: float, b: float) -> bool:
 
 
 def _expected_sigmas(s: NoisyStats) -> tuple[float, float, float | None]:
-    """Noise sds implied by the declared parameters of ``s`` (public information)."""
+    """Noise sds implied by the declared parameters of ``s`` (public information);
+    the third is ``sigma_lambda`` (adassp) or ``sigma_u`` (bs)."""
+    if s.mechanism == "bs":
+        sig = calibrate_bs(s.epsilon, s.delta, s.x_bound, s.y_bound, s.calibration)  # type: ignore[arg-type]
+        return sig, sig, sig
     if s.mechanism == "ssp":
         eps, delta = s.epsilon, s.delta
     else:
@@ -228,8 +240,10 @@ def _check_stats(s: NoisyStats) -> None:
         raise ValueError("the 'as_published' calibration uses add/remove sensitivities")
     if s.neighbouring not in ("replace", "add_remove"):
         raise ValueError(f"neighbouring must be 'replace' or 'add_remove', got {s.neighbouring!r}")
-    if s.mechanism not in ("ssp", "adassp"):
-        raise ValueError(f"mechanism must be 'ssp' or 'adassp', got {s.mechanism!r}")
+    if s.mechanism not in ("ssp", "adassp", "bs"):
+        raise ValueError(f"mechanism must be 'ssp', 'adassp' or 'bs', got {s.mechanism!r}")
+    if s.mechanism == "bs" and s.calibration not in ("joint", "as_published"):
+        raise ValueError(f"a bs release uses the 'joint' or 'as_published' calibration, got {s.calibration!r}")
     sig_S, sig_z, sig_l = _expected_sigmas(s)
     if not (_close(s.sigma_S, sig_S) and _close(s.sigma_z, sig_z)):
         raise ValueError(
@@ -245,6 +259,15 @@ def _check_stats(s: NoisyStats) -> None:
             raise ValueError(f"sigma_lambda={s.sigma_lambda!r} does not match the declared parameters ({sig_l!r})")
     elif s.lambda_min is not None or s.sigma_lambda is not None:
         raise ValueError("lambda_min is only released by the adassp mechanism")
+    if s.mechanism == "bs":
+        if s.u is None or s.sigma_u is None:
+            raise ValueError("a bs release must carry u (the noisy y^T y) and sigma_u")
+        if not math.isfinite(s.u):
+            raise ValueError(f"u must be finite, got {s.u!r}")
+        if not _close(s.sigma_u, sig_l):
+            raise ValueError(f"sigma_u={s.sigma_u!r} does not match the declared parameters ({sig_l!r})")
+    elif s.u is not None or s.sigma_u is not None:
+        raise ValueError("u = y^T y is only released by the bs mechanism")
 
 
 def load_stats(path: str | os.PathLike) -> NoisyStats:
@@ -396,6 +419,42 @@ def release_adassp(
     return NoisyStats(**fields)
 
 
+def release_bs(
+    X: Any,
+    y: Any,
+    *,
+    epsilon: float,
+    delta: float,
+    x_bound: float,
+    y_bound: float,
+    calibration: Literal["joint", "as_published"] = "joint",
+    seed: int | np.random.SeedSequence | None = None,
+    name: str = "",
+) -> NoisyStats:
+    """The MCMC-B&S release of one party (App. C.1, eq. 13; Bernstein & Sheldon 2019):
+    ``S~ = S + sigma M``, ``z~ = z + sigma v``, ``u~ = y^T y + sigma w`` with one noise sd
+    ``sigma = sigma(eps, delta) Delta_ss`` (:func:`~bayes_dpreg.privacy.calibrate_bs`).
+    Clipping, seeding and the ``"as_published"`` warning as in :func:`release`. Its ``S~, z~``
+    are a valid input to every other method too (with more noise than :func:`release`'s)."""
+    X, y = validate_data(X, y)
+    check_privacy_parameters(epsilon, delta)
+    sigma = calibrate_bs(epsilon, delta, x_bound, y_bound, calibration)
+    Xc, yc, report = clip(X, y, x_bound, y_bound)
+    warn_if_clipped(report)
+    S, z = _exact_stats(Xc, yc)
+    rng = np.random.default_rng(seed)
+    d = X.shape[1]
+    out = NoisyStats(
+        S=S + sigma * _symmetric_noise(rng, d), z=z + sigma * rng.standard_normal(d),
+        u=float(yc @ yc + sigma * rng.standard_normal()), sigma_u=sigma, n=int(X.shape[0]), d=int(d),
+        sigma_S=sigma, sigma_z=sigma, epsilon=float(epsilon), delta=float(delta), x_bound=float(x_bound),
+        y_bound=float(y_bound), calibration=calibration,
+        neighbouring="add_remove" if calibration == "as_published" else "replace", mechanism="bs", name=name,
+    )
+    _warn_if_not_private(out)
+    return out
+
+
 class StackedStats(NamedTuple):
     """The parties' released statistics stacked on a leading party axis (float64)."""
 
@@ -409,6 +468,7 @@ class StackedStats(NamedTuple):
     x_bound: np.ndarray  # (J,)
     y_bound: np.ndarray  # (J,)
     lambda_min: np.ndarray | None = None  # (J,), adassp releases only
+    u: np.ndarray | None = None  # (J,), bs releases only: noisy y^T y
 
     @property
     def J(self) -> int:
@@ -450,4 +510,5 @@ def stack_stats(stats: "NoisyStats | Sequence[NoisyStats]") -> StackedStats:
         x_bound=col("x_bound"),
         y_bound=col("y_bound"),
         lambda_min=col("lambda_min") if all(s.lambda_min is not None for s in stats) else None,
+        u=col("u") if all(s.u is not None for s in stats) else None,
     )

@@ -1,0 +1,140 @@
+"""MCMC-B&S: Bernstein & Sheldon (2019) extended to J parties (Alparslan et al. 2023, App. C.1).
+
+Each party releases ``ss~_j = [upper(S~_j), z~_j, u~_j] = ss_j + sigma_j N(0, I_D)``
+(:func:`bayes_dpreg.release_bs`), ``D = d(d+1)/2 + d + 1``. The model: ``(theta, sigma^2) ~
+NIG(a0, b0, m, Lambda0)`` (``theta | sigma^2 ~ N(m, sigma^2 Lambda0^{-1})``), ``Sigma_x ~
+IW(Lambda, kappa)``, rows ``x ~ N(0, Sigma_x)``, and by the central limit theorem
+``ss_j | theta, sigma^2, Sigma_x ~ N(n_j mu(.), n_j Sigma(.))`` with the one-row moments of
+:func:`bayes_dpreg.bs_moments.ss_moments` (fourth moments of ``N(0, Sigma_x)``; cost
+``O(D^3) = O(d^6)`` per party and iteration). One Gibbs iteration:
+
+1. for all parties at once, ``ss_j ~ N(mu_post, Sigma_post)`` with
+   ``Sigma_post = (Sigma_prior^{-1} + I/sigma_j^2)^{-1}``,
+   ``mu_post = Sigma_post (Sigma_prior^{-1} mu_prior + ss~_j / sigma_j^2)``, computed through the
+   eigendecomposition ``Sigma_prior = U diag(lam) U^T`` (no inverse of the possibly
+   ill-conditioned CLT covariance): ``Sigma_post = U diag(lam s/(lam + s)) U^T``, ``s = sigma_j^2``;
+2. ``Sigma_x ~ IW(Lambda + sum_j S_j, kappa + n)``;
+3. ``(theta, sigma^2) ~ NIG(a_n, b_n, mu_n, Lambda_n)`` with ``Lambda_n = sum_j S_j + Lambda0``,
+   ``mu_n = Lambda_n^{-1}(sum_j z_j + Lambda0 m)``, ``a_n = a0 + n/2``,
+   ``b_n = b0 + (sum_j u_j + m^T Lambda0 m - mu_n^T Lambda_n mu_n)/2``
+   (:func:`bayes_dpreg.closed_form.nig_posterior`).
+
+The CLT draw of ``ss_j`` need not be the statistics of any data set: ``S_j`` can be
+indefinite and ``b_n`` can be ``<= 0``, which leaves steps 2-3 undefined. Here ``S_j`` is
+replaced by ``nearestPSD(S_j)`` in steps 2-3 and ``b_n`` is floored at ``b0`` (the
+prior's information on ``sigma^2``); both events are counted per draw in ``sample_stats``
+(``psd_projected``, ``b_floored``) so that a user sees when the approximation is strained
+(small ``n_j``, large noise). The Gibbs sampler targets the CLT model only approximately
+(step 3 is the exact-data conditional), as in Bernstein & Sheldon (2019).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as dist
+from jax import Array
+
+from .bs_moments import ss_moments, ss_vector
+from .closed_form import nig_posterior
+from .kernels import Settings, _PureKernel
+from .linalg import nearest_psd, symmetrize
+from .prior import ResolvedPrior
+
+__all__ = ["BSData", "BSState", "bs_data", "bs_init", "bs_step", "BS", "unpack_ss", "ss_conditional"]
+
+
+class BSData(NamedTuple):
+    """The released B&S statistics (a pytree)."""
+
+    ss_tilde: Array  # (J, D) noisy [upper(S~_j), z~_j, u~_j]
+    n: Array  # (J,)
+    sigma: Array  # (J,) noise sd of each party's release
+
+
+class BSState(NamedTuple):
+    z: dict  # {"theta": (d,), "sigma2": (), "Sigma_x": (d, d)}
+    psd_projected: Array  # () parties whose CLT draw of S_j was indefinite (this iteration)
+    b_floored: Array  # () 1 if b_n <= b0 was floored (this iteration)
+    iteration: Array
+    rng_key: Array
+
+
+def bs_data(S_tilde: Array, z_tilde: Array, u_tilde: Array, n: Array, sigma: Array) -> BSData:
+    return BSData(ss_vector(jnp.asarray(S_tilde), jnp.asarray(z_tilde), jnp.asarray(u_tilde)),
+                  jnp.asarray(n, dtype=jnp.float64), jnp.asarray(sigma))
+
+
+def unpack_ss(ss: Array, d: int) -> tuple[Array, Array, Array]:
+    """``[upper(S), z, u] -> (S, z, u)`` (inverse of :func:`~bayes_dpreg.bs_moments.ss_vector`)."""
+    p = d * (d + 1) // 2
+    iu = np.triu_indices(d)
+    S = jnp.zeros(ss.shape[:-1] + (d, d), ss.dtype).at[..., iu[0], iu[1]].set(ss[..., :p])
+    S = S + jnp.swapaxes(jnp.triu(S, 1), -1, -2)
+    return S, ss[..., p:p + d], ss[..., p + d]
+
+
+def ss_conditional(mu_prior: Array, cov_prior: Array, ss_tilde: Array, noise_var: Array) -> tuple[Array, Array, Array]:
+    """``N(mu_prior, cov_prior)`` prior and ``ss~ = ss + N(0, noise_var I)``: the conditional of ``ss``
+    as ``(mean, U, scale)`` with covariance ``U diag(scale^2) U^T`` (step 1 of the module docstring)."""
+    lam, U = jnp.linalg.eigh(cov_prior)
+    lam = jnp.maximum(lam, 0.0)
+    s = noise_var[..., None]
+    proj = lambda v: jnp.einsum("...ki,...k->...i", U, v)
+    back = lambda c: jnp.einsum("...ik,...k->...i", U, c)
+    mean = back((s * proj(mu_prior) + lam * proj(ss_tilde)) / (lam + s))
+    return mean, U, jnp.sqrt(lam * s / (lam + s))
+
+
+def _ss_draw(key: Array, theta: Array, sigma2: Array, Sigma_x: Array, data: BSData) -> Array:
+    mom = ss_moments(theta, sigma2, Sigma_x)
+    n = data.n[:, None]
+    mean, U, scale = ss_conditional(n * mom.mean, n[..., None] * mom.cov, data.ss_tilde, data.sigma**2)
+    eps = jax.random.normal(key, mean.shape, mean.dtype)
+    return mean + jnp.einsum("...ik,...k->...i", U, scale * eps)
+
+
+def _conditional_draws(key: Array, ss: Array, data: BSData, pr: ResolvedPrior) -> tuple[dict, Array, Array]:
+    """Steps 2-3: ``Sigma_x`` and ``(theta, sigma^2)`` given the statistics ``ss`` (J, D)."""
+    d = pr.m.shape[-1]
+    k_sx, k_nig = jax.random.split(key)
+    S, z, u = unpack_ss(ss, d)
+    S_psd = nearest_psd(S)
+    projected = (jnp.linalg.eigvalsh(S)[..., 0] < 0).sum()
+    S_sum = symmetrize(S_psd.sum(0))
+    Sigma_x = dist.InverseWishart(pr.kappa + data.n.sum(), scale_matrix=jnp.asarray(pr.Lambda) + S_sum).sample(k_sx)
+    post = nig_posterior(S_sum, z.sum(0), u.sum(), data.n.sum(), jnp.asarray(pr.m), jnp.asarray(pr.nig_precision),
+                         pr.a, pr.b)
+    floored = post.b <= pr.b
+    post = post._replace(b=jnp.maximum(post.b, pr.b))
+    theta, sigma2 = post.sample(k_nig, 1)
+    return {"theta": theta[0], "sigma2": sigma2[0], "Sigma_x": Sigma_x}, projected, floored
+
+
+def bs_init(rng_key: Array, data: BSData, pr: ResolvedPrior, settings: Settings = Settings()) -> BSState:
+    """Start from the released statistics themselves (``ss = ss~``), then steps 2-3."""
+    del settings
+    key, k0 = jax.random.split(rng_key)
+    z, projected, floored = _conditional_draws(k0, data.ss_tilde, data, pr)
+    return BSState(z, projected, floored.astype(jnp.int32), jnp.zeros((), jnp.int32), key)
+
+
+def bs_step(state: BSState, data: BSData, pr: ResolvedPrior, settings: Settings = Settings()) -> BSState:
+    """One Gibbs iteration of MCMC-B&S (App. C.1; module docstring)."""
+    del settings
+    key, k_ss, k_rest = jax.random.split(state.rng_key, 3)
+    z = state.z
+    ss = _ss_draw(k_ss, z["theta"], z["sigma2"], z["Sigma_x"], data)
+    new, projected, floored = _conditional_draws(k_rest, ss, data, pr)
+    return BSState(new, projected, floored.astype(jnp.int32), state.iteration + 1, key)
+
+
+class BS(_PureKernel):
+    """MCMC-B&S as a NumPyro kernel: ``MCMC(BS(prior), ...).run(key, bs_data(...))``."""
+
+    _init_fn = staticmethod(bs_init)
+    _step_fn = staticmethod(bs_step)
+    extra_fields = ("psd_projected", "b_floored")
