@@ -21,7 +21,7 @@ from numpyro.infer import MCMC
 
 from .closed_form import adassp_estimate, adassp_ridge, fast_posterior
 from .bs import BS, bs_data
-from .kernels import FixedS, NormalX, Settings, normalx_hmc
+from .kernels import FixedS, NormalX, Settings, normalx_hmc, normalx_intercept_hmc
 from .models import ModelData, fixeds_data, model_data
 from .prior import ModelSpec, Prior, ResolvedPrior, load_model
 from .release import NoisyStats, StackedStats, as_stats_list, stack_stats
@@ -177,11 +177,11 @@ def _fixeds(
 def _normalx_hmc(
     st: StackedStats, pr: ResolvedPrior, key: jax.Array, num_chains: int, num_samples: int, num_warmup: int,
     gibbs_sigma_x: bool = False, dense_mass: bool = True, target_accept_prob: float = 0.8, max_tree_depth: int = 10,
-    **run_opts: Any,
+    build: Callable[..., Any] = normalx_hmc, **run_opts: Any,
 ) -> MethodResult:
     data = model_data(st)
-    kernel = normalx_hmc(data, pr, gibbs_sigma_x=gibbs_sigma_x, dense_mass=dense_mass,
-                         target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth)
+    kernel = build(data, pr, gibbs_sigma_x=gibbs_sigma_x, dense_mass=dense_mass,
+                   target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth)
     run_opts.setdefault("chain_method", jax.vmap)  # numpyro's Gibbs takes a callable for vectorised chains
     fields = ("diverging", "accept_prob", "num_steps")
     samples, extra = _mcmc(kernel, (data, pr), key, num_chains, num_samples, num_warmup,
@@ -191,6 +191,15 @@ def _normalx_hmc(
              "dense_mass": int(dense_mass), "target_accept_prob": target_accept_prob,
              "divergences": int(stats["diverging"].sum())}
     return MethodResult(samples, attrs, stats)
+
+
+def _normalx_intercept(
+    st: StackedStats, pr: ResolvedPrior, key: jax.Array, num_chains: int, num_samples: int, num_warmup: int,
+    **options: Any,
+) -> MethodResult:
+    res = _normalx_hmc(st, pr, key, num_chains, num_samples, num_warmup, build=normalx_intercept_hmc, **options)
+    res.attrs["model"] = "intercept with non-centred normal features (App. B.2); theta[0] is the intercept"
+    return res
 
 
 def _bs(
@@ -208,10 +217,12 @@ def _bs(
 
 METHODS: dict[str, MethodFn] = {
     "fast": _fast, "adassp": _adassp, "normalx": _normalx, "fixeds": _fixeds, "normalx-hmc": _normalx_hmc,
-    "bs": _bs,
+    "bs": _bs, "normalx-intercept": _normalx_intercept,
 }
+# methods whose model has zero-mean normal features, so statistics of [1, x] (intercept) are invalid
+CENTRED_FEATURES = {"normalx", "normalx-hmc", "bs"}
 # methods whose model has S_j ~ Wishart(Sigma_x, n_j): need n_j > d + 1
-NEEDS_WISHART = {"normalx", "normalx-hmc"}
+NEEDS_WISHART = {"normalx", "normalx-hmc", "normalx-intercept"}
 # the release mechanisms each method accepts (default: "ssp" and "bs", whose S~, z~ have the same form)
 MECHANISM: dict[str, tuple[str, ...]] = {"adassp": ("adassp",), "bs": ("bs",)}
 _SSP_MECHANISMS = ("ssp", "bs")
@@ -243,7 +254,10 @@ def fit(
         ``"adassp"`` (distributed adaSSP point estimate, App. C.2; needs
         :func:`release_adassp` statistics), ``"normalx"`` (MCMC-normalX, Alg. 1),
         ``"fixeds"`` (MCMC-fixedS, Alg. 2), ``"normalx-hmc"`` (NUTS within Gibbs) or
-        ``"bs"`` (MCMC-B&S, App. C.1; needs :func:`release_bs` statistics).
+        ``"bs"`` (MCMC-B&S, App. C.1; needs :func:`release_bs` statistics) or
+        ``"normalx-intercept"`` (App. B.2, NUTS within Gibbs; needs ``release(...,
+        intercept=True)`` statistics). ``fast``, ``fixeds`` and ``adassp`` treat an
+        intercept column as one more feature.
     prior : a :class:`Prior`, a :class:`ModelSpec` or a TOML path; default ``Prior()``.
     num_samples, num_chains : draws per chain and number of chains.
     num_warmup : MCMC warm-up iterations per chain (adaptation; discarded).
@@ -277,16 +291,21 @@ def fit(
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
     st = stack_stats(stats)
     d = st.d
+    intercept = _check_intercept(method, stats)
     if method in NEEDS_WISHART:
         small = [(j, int(n)) for j, n in enumerate(st.n) if n <= d + 1]
         if small:
             raise ValueError(f"method {method!r} models S_j ~ Wishart(Sigma_x, n_j) and needs n_j > d + 1 = {d + 1}; "
                              f"parties (index, n_j) {small} are too small (use 'fixeds' or 'fast')")
-    names = [f"theta_{k}" for k in range(d)] if coef_names is None else [str(c) for c in coef_names]
+    if coef_names is None:
+        names = (["intercept"] if intercept else []) + [f"theta_{k}" for k in range(d - intercept)]
+    else:
+        names = [str(c) for c in coef_names]
     if len(names) != d:
         raise ValueError(f"coef_names has {len(names)} entries but d = {d}")
     prior_obj = resolve_prior(prior)
-    pr = prior_obj.resolve(d)
+    pr = prior_obj.resolve_intercept(d - 1) if method == "normalx-intercept" else prior_obj.resolve(d)
+    features = names[1:] if method == "normalx-intercept" else names
     try:
         res = METHODS[method](st, pr, jax.random.key(seed), num_chains, num_samples, num_warmup, **options)
     except TypeError as exc:
@@ -297,7 +316,8 @@ def fit(
     idata = az.from_dict(
         posterior=res.posterior,
         sample_stats=res.sample_stats,
-        coords={"coef": names, "party": np.arange(st.J), "row": names, "col": names},
+        coords={"coef": names, "party": np.arange(st.J), "row": features, "col": features,
+                "coef_col": names},
         dims=DIMS,
         constant_data=_constant_data(st),
     )
@@ -312,6 +332,7 @@ def fit(
         "n_per_party": st.n.tolist(),
         "d": d,
         "seed": int(seed),
+        "intercept": int(intercept),
         "prior": repr(prior_obj),
         "inference_library": "bayes_dpreg",
     }
@@ -321,10 +342,25 @@ def fit(
 
 
 DIMS = {
-    "theta": ["coef"], "Sigma_x": ["row", "col"], "S": ["party", "row", "col"],
-    "S_tilde": ["party", "row", "col"], "z_tilde": ["party", "coef"], "n": ["party"], "sigma_S": ["party"],
+    "theta": ["coef"], "Sigma_x": ["row", "col"], "S": ["party", "row", "col"], "mu_x": ["row"],
+    "b": ["party", "row"], "Sx": ["party", "row", "col"],
+    "S_tilde": ["party", "coef", "coef_col"], "z_tilde": ["party", "coef"], "n": ["party"], "sigma_S": ["party"],
     "sigma_z": ["party"], "accept_prob_S": ["party"], "alpha": ["party"], "accept_prob_eigen": ["direction"],
 }
+
+
+def _check_intercept(method: str, stats: list[NoisyStats]) -> bool:
+    """Whether the statistics are of ``[1, x]`` (all parties alike), and that ``method`` can use them."""
+    flags = {bool(s.meta.get("intercept", False)) for s in stats}
+    if len(flags) > 1:
+        raise ValueError("some parties released with intercept=True and some without")
+    intercept = flags.pop()
+    if intercept and method in CENTRED_FEATURES:
+        raise ValueError(f"method {method!r} assumes zero-mean features; for statistics released with "
+                         "intercept=True use 'normalx-intercept', 'fixeds' or 'fast'")
+    if method == "normalx-intercept" and not intercept:
+        raise ValueError("method 'normalx-intercept' needs statistics released with intercept=True")
+    return intercept
 
 
 def _check_finite(method: str, draws: dict[str, np.ndarray]) -> None:

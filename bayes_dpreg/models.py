@@ -45,6 +45,8 @@ __all__ = [
     "S_tilde_dist",
     "z_dist",
     "log_lik_z",
+    "intercept_design",
+    "normalx_intercept_model",
 ]
 
 
@@ -152,3 +154,37 @@ def fixeds_model(data: ModelData, prior: ResolvedPrior, observe: bool = True) ->
 def fixeds_data(data: ModelData) -> ModelData:
     """Replace ``S~_j`` by the fixed estimate ``nearestPSD(S~_j)`` (Higham; Sec. 4.2)."""
     return data._replace(S_tilde=nearest_psd(data.S_tilde))
+
+
+def intercept_design(b: Array, Sx: Array, n: Array) -> Array:
+    """App. B.2: the Gram matrix of ``[1, x_i]`` from the row mean ``b_j`` and the centred
+    scatter ``Sx_j = (n_j - 1) Sigma^_j``: ``[[n, n b^T], [n b, Sx + n b b^T]]`` (batched over parties)."""
+    nn = n[:, None]
+    nb = nn * b
+    top = jnp.concatenate([nn, nb], -1)[:, None, :]
+    bottom = jnp.concatenate([nb[..., None], Sx + nn[..., None] * b[:, :, None] * b[:, None, :]], -1)
+    return jnp.concatenate([top, bottom], -2)
+
+
+def normalx_intercept_model(data: ModelData, prior: ResolvedPrior, observe: bool = True) -> None:
+    """MCMC-normalX with an intercept and non-centred normal features (App. B.2).
+
+    ``x_i ~ N(mu_x, Sigma_x)``: per party the row mean ``b_j ~ N(mu_x, Sigma_x/n_j)`` and the
+    centred scatter ``Sx_j ~ W(Sigma_x, n_j - 1)`` are independent, ``S0_j`` =
+    :func:`intercept_design` replaces ``S_j`` in eq. (10), and ``theta`` (first entry the
+    intercept) has ``d + 1`` entries. ``prior`` comes from :meth:`Prior.resolve_intercept`;
+    ``mu_x ~ N(prior.mu_x, prior.mu_x_cov)``. ``data`` holds the released statistics of
+    ``[1, x_i]`` (``bayes_dpreg.release(..., intercept=True)``)."""
+    pd = prior_dists(prior)
+    theta = numpyro.sample("theta", pd["theta"])
+    sigma2 = numpyro.sample("sigma2", pd["sigma2"])
+    Sigma_x = numpyro.sample("Sigma_x", pd["Sigma_x"])
+    mu_x = numpyro.sample("mu_x", dist.MultivariateNormal(jnp.asarray(prior.mu_x), jnp.asarray(prior.mu_x_cov)))
+    J = data.n.shape[0]
+    with numpyro.plate("party", J):
+        b = numpyro.sample("b", dist.MultivariateNormal(mu_x, Sigma_x / data.n[:, None, None]))
+        Sx = numpyro.sample("Sx", dist.Wishart(data.n - 1.0, scale_matrix=Sigma_x))
+        S = intercept_design(b, Sx, data.n)
+        dd = party_dists(S, theta, sigma2, data)
+        numpyro.sample("S_tilde", dd["S_tilde"], obs=upper(data.S_tilde) if observe else None)
+        numpyro.sample("z_tilde", dd["z_tilde"], obs=data.z_tilde if observe else None)

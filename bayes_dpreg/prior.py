@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import os
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -67,6 +67,8 @@ class ResolvedPrior(NamedTuple):
     Lambda: np.ndarray
     kappa: float
     nig_precision: np.ndarray
+    mu_x: np.ndarray | None = None  # (d,) prior mean of the feature mean (intercept model)
+    mu_x_cov: np.ndarray | None = None  # (d, d)
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,9 @@ class Prior:
     * ``a = 2``, ``b = 0.5``: ``sigma_y^2`` has prior mean 0.5 and infinite variance;
     * ``Lambda = I``, ``kappa = d + 1`` (``None``): the vaguest proper inverse-Wishart;
     * ``nig_precision = None``: ``Lambda_0 = C^{-1}`` for the conjugate reference.
+    * ``mu_x = 0``, ``mu_x_cov = 10 I``: the feature mean ``x_i ~ N(mu_x, Sigma_x)`` of the
+      intercept model (App. B.2); with an intercept, ``m``, ``C`` and ``nig_precision`` are
+      of dimension ``d + 1`` (intercept first) and ``Lambda`` of dimension ``d``.
 
     The paper's experimental settings are in ``models/alparslan2023.toml``.
     """
@@ -94,6 +99,8 @@ class Prior:
     Lambda: Scalar_or_matrix = 1.0
     kappa: float | None = None
     nig_precision: Scalar_or_matrix | None = None
+    mu_x: Scalar_or_matrix = 0.0
+    mu_x_cov: Scalar_or_matrix = 10.0
 
     def __post_init__(self) -> None:
         for name in ("a", "b"):
@@ -117,6 +124,14 @@ class Prior:
             kappa=kappa,
             nig_precision=nig,
         )
+
+    def resolve_intercept(self, d: int) -> ResolvedPrior:
+        """Arrays for the intercept model (App. B.2) with ``d`` features: ``theta`` of
+        dimension ``d + 1`` (intercept first), ``Sigma_x``, ``mu_x`` of dimension ``d``."""
+        full = replace(self, Lambda=1.0, kappa=None).resolve(d + 1)
+        feat = replace(self, m=0.0, C=1.0, nig_precision=None).resolve(d)
+        return full._replace(Lambda=feat.Lambda, kappa=feat.kappa, mu_x=_vector("mu_x", self.mu_x, d),
+                             mu_x_cov=_spd("mu_x_cov", self.mu_x_cov, d))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Prior":

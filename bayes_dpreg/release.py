@@ -43,6 +43,7 @@ __all__ = [
     "release",
     "release_adassp",
     "release_bs",
+    "average_rows",
     "load_stats",
     "StatsFileError",
     "StackedStats",
@@ -325,6 +326,43 @@ def _exact_stats(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return 0.5 * (S + S.T), X.T @ y
 
 
+def average_rows(X: np.ndarray, y: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """App. B.1: ``X_av = A X``, ``y_av = A y`` with ``A`` summing consecutive blocks of ``k`` rows
+    and dividing by ``sqrt(k)`` (so ``A A^T = I`` and the noise variance of ``y`` is kept).
+    The ``n mod k`` trailing rows are dropped. Each original row enters one averaged row, so
+    a release that is DP for the averaged rows (with bounds on *them*) is DP for the original ones."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"average_rows must be a positive integer, got {k!r}")
+    m = X.shape[0] // k
+    if m < 1:
+        raise ValueError(f"average_rows = {k} exceeds the number of rows ({X.shape[0]})")
+    scale = 1.0 / math.sqrt(k)
+    return (X[: m * k].reshape(m, k, -1).sum(1) * scale, y[: m * k].reshape(m, k).sum(1) * scale)
+
+
+def _prepare(X: Any, y: Any, x_bound: float, y_bound: float, intercept: bool,
+             average: int) -> tuple[np.ndarray, np.ndarray, float, dict[str, Any]]:
+    """Validate, average rows (B.1), clip to the declared bounds, and append the intercept
+    column (B.2): the rows that are released and the bound of their norm."""
+    X, y = validate_data(X, y)
+    meta: dict[str, Any] = {}
+    if isinstance(average, bool) or not isinstance(average, (int, np.integer)) or average < 1:
+        raise ValueError(f"average_rows must be a positive integer, got {average!r}")
+    if average != 1:
+        if intercept:
+            raise ValueError("average_rows and intercept cannot be combined (App. B.1 assumes centred features)")
+        X, y = average_rows(X, y, average)
+        validate_data(X, y)
+        meta["average_rows"] = int(average)
+    Xc, yc, report = clip(X, y, x_bound, y_bound)
+    warn_if_clipped(report)
+    if intercept:
+        Xc = np.column_stack([np.ones(Xc.shape[0]), Xc])
+        x_bound = math.hypot(1.0, x_bound)
+        meta["intercept"] = True
+    return Xc, yc, x_bound, meta
+
+
 def release(
     X: Any,
     y: Any,
@@ -336,6 +374,8 @@ def release(
     calibration: CalibrationKind = "auto",
     seed: int | np.random.SeedSequence | None = None,
     name: str = "",
+    intercept: bool = False,
+    average_rows: int = 1,
 ) -> NoisyStats:
     """Release ``(S~, z~)`` of one party under (epsilon, delta)-DP (replacement neighbours).
 
@@ -347,19 +387,25 @@ def release(
     warns with :class:`~bayes_dpreg.privacy.NotPrivateWarning`. Without ``seed`` the
     noise generator is seeded from the operating system's entropy; pass a seed
     only for experiments, never for a real release.
+
+    ``intercept=True`` (App. B.2) releases the statistics of ``[1, x_i]``: the features are
+    clipped to ``x_bound`` and the released rows have norm at most ``sqrt(1 + x_bound^2)``,
+    the ``x_bound`` recorded in the result. ``average_rows=k`` (App. B.1) releases the
+    statistics of :func:`average_rows` instead (for non-normal features); ``x_bound`` and
+    ``y_bound`` then bound the *averaged* rows, which are clipped to them. (The paper's
+    remark that averaged statistics keep the sensitivities of the originals holds only
+    under such bounds: an averaged row of ``k`` rows bounded by ``B`` can have norm ``sqrt(k) B``.)
     """
-    X, y = validate_data(X, y)
     check_privacy_parameters(epsilon, delta)
+    Xc, yc, x_bound, meta = _prepare(X, y, x_bound, y_bound, intercept, average_rows)
     cal = calibrate(epsilon, delta, x_bound, y_bound, calibration)
-    Xc, yc, report = clip(X, y, x_bound, y_bound)
-    warn_if_clipped(report)
     S, z = _exact_stats(Xc, yc)
     rng = np.random.default_rng(seed)
-    d = X.shape[1]
+    d = Xc.shape[1]
     out = NoisyStats(
         S=S + cal.sigma_S * _symmetric_noise(rng, d),
         z=z + cal.sigma_z * rng.standard_normal(d),
-        n=int(X.shape[0]),
+        n=int(Xc.shape[0]),
         d=int(d),
         sigma_S=cal.sigma_S,
         sigma_z=cal.sigma_z,
@@ -370,6 +416,7 @@ def release(
         calibration=cal.kind,
         neighbouring=cal.neighbouring,
         name=name,
+        meta=meta,
     )
     _warn_if_not_private(out)
     return out
@@ -436,17 +483,15 @@ def release_bs(
     ``sigma = sigma(eps, delta) Delta_ss`` (:func:`~bayes_dpreg.privacy.calibrate_bs`).
     Clipping, seeding and the ``"as_published"`` warning as in :func:`release`. Its ``S~, z~``
     are a valid input to every other method too (with more noise than :func:`release`'s)."""
-    X, y = validate_data(X, y)
     check_privacy_parameters(epsilon, delta)
     sigma = calibrate_bs(epsilon, delta, x_bound, y_bound, calibration)
-    Xc, yc, report = clip(X, y, x_bound, y_bound)
-    warn_if_clipped(report)
+    Xc, yc, _, _ = _prepare(X, y, x_bound, y_bound, False, 1)
     S, z = _exact_stats(Xc, yc)
     rng = np.random.default_rng(seed)
-    d = X.shape[1]
+    d = Xc.shape[1]
     out = NoisyStats(
         S=S + sigma * _symmetric_noise(rng, d), z=z + sigma * rng.standard_normal(d),
-        u=float(yc @ yc + sigma * rng.standard_normal()), sigma_u=sigma, n=int(X.shape[0]), d=int(d),
+        u=float(yc @ yc + sigma * rng.standard_normal()), sigma_u=sigma, n=int(Xc.shape[0]), d=int(d),
         sigma_S=sigma, sigma_z=sigma, epsilon=float(epsilon), delta=float(delta), x_bound=float(x_bound),
         y_bound=float(y_bound), calibration=calibration,
         neighbouring="add_remove" if calibration == "as_published" else "replace", mechanism="bs", name=name,
