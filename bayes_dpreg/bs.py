@@ -10,9 +10,9 @@ IW(Lambda, kappa)``, rows ``x ~ N(0, Sigma_x)``, and by the central limit theore
 
 1. for all parties at once, ``ss_j ~ N(mu_post, Sigma_post)`` with
    ``Sigma_post = (Sigma_prior^{-1} + I/sigma_j^2)^{-1}``,
-   ``mu_post = Sigma_post (Sigma_prior^{-1} mu_prior + ss~_j / sigma_j^2)``, computed through the
-   eigendecomposition ``Sigma_prior = U diag(lam) U^T`` (no inverse of the possibly
-   ill-conditioned CLT covariance): ``Sigma_post = U diag(lam s/(lam + s)) U^T``, ``s = sigma_j^2``;
+   ``mu_post = Sigma_post (Sigma_prior^{-1} mu_prior + ss~_j / sigma_j^2)``, drawn by Matheron's
+   rule without inverting the possibly ill-conditioned CLT covariance (:func:`_ss_draw`;
+   :func:`ss_conditional` is the same law in closed form, for tests);
 2. ``Sigma_x ~ IW(Lambda + sum_j S_j, kappa + n)``;
 3. ``(theta, sigma^2) ~ NIG(a_n, b_n, mu_n, Lambda_n)`` with ``Lambda_n = sum_j S_j + Lambda0``,
    ``mu_n = Lambda_n^{-1}(sum_j z_j + Lambda0 m)``, ``a_n = a0 + n/2``,
@@ -89,12 +89,36 @@ def ss_conditional(mu_prior: Array, cov_prior: Array, ss_tilde: Array, noise_var
     return mean, U, jnp.sqrt(lam * s / (lam + s))
 
 
+def _clt_prior_draw(key: Array, theta: Array, sigma2: Array, Sigma_x: Array, n: Array) -> Array:
+    """A draw of ``N(n mu, n Sigma)`` (the CLT prior of ``ss``) without factorising the D x D
+    ``Sigma``: ``ss`` is ``upper(w w^T)`` for ``w = (x, y) ~ N(0, Omega)``,
+    ``Omega = [[Sigma_x, c], [c^T, s2]]``, and ``L Z L^T`` (``Omega = L L^T``, ``Z`` symmetric with
+    ``Cov(Z_ij, Z_kl) = d_ik d_jl + d_il d_jk``) has exactly ``Cov(w w^T)``. Cost ``O(J d^3)``."""
+    d = theta.shape[-1]
+    c = Sigma_x @ theta
+    s2 = theta @ c + sigma2
+    Omega = jnp.block([[Sigma_x, c[:, None]], [c[None, :], s2[None, None]]])
+    L = jnp.linalg.cholesky(Omega)
+    J = n.shape[0]
+    A = jax.random.normal(key, (J, d + 1, d + 1), Omega.dtype)
+    Z = (A + jnp.swapaxes(A, -1, -2)) / jnp.sqrt(2.0)  # off-diagonal var 1, diagonal var 2
+    G = n[:, None, None] * Omega + jnp.sqrt(n)[:, None, None] * (L @ Z @ L.T)
+    return ss_vector(G[:, :d, :d], G[:, :d, d], G[:, d, d])
+
+
 def _ss_draw(key: Array, theta: Array, sigma2: Array, Sigma_x: Array, data: BSData) -> Array:
-    mom = ss_moments(theta, sigma2, Sigma_x)
-    n = data.n[:, None]
-    mean, U, scale = ss_conditional(n * mom.mean, n[..., None] * mom.cov, data.ss_tilde, data.sigma**2)
-    eps = jax.random.normal(key, mean.shape, mean.dtype)
-    return mean + jnp.einsum("...ik,...k->...i", U, scale * eps)
+    """Step 1 by Matheron's rule: with ``x ~ N(mu_prior, P)`` (:func:`_clt_prior_draw`) and
+    ``e ~ N(0, s I)``, ``x + P (P + s I)^{-1} (ss~ - x - e)`` has the conditional law of
+    :func:`ss_conditional`. Only ``P + s I`` is factorised, which ``s = sigma_j^2 > 0`` keeps
+    well conditioned."""
+    k1, k2 = jax.random.split(key)
+    x = _clt_prior_draw(k1, theta, sigma2, Sigma_x, data.n)
+    P = data.n[:, None, None] * ss_moments(theta, sigma2, Sigma_x).cov
+    s = data.sigma**2
+    e = jnp.sqrt(s)[:, None] * jax.random.normal(k2, x.shape, x.dtype)
+    LA = jnp.linalg.cholesky(P + s[:, None, None] * jnp.eye(x.shape[-1], dtype=x.dtype))
+    w = jax.scipy.linalg.cho_solve((LA, True), (data.ss_tilde - x - e)[..., None])[..., 0]
+    return x + jnp.einsum("...ik,...k->...i", P, w)
 
 
 def _conditional_draws(key: Array, ss: Array, data: BSData, pr: ResolvedPrior) -> tuple[dict, Array, Array]:

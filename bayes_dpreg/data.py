@@ -40,7 +40,7 @@ def paper_scale_matrix(d: int, seed: int | np.random.SeedSequence | None) -> np.
 def simulate(
     n: int,
     d: int,
-    seed: int | None,
+    seed: int | np.random.SeedSequence | None,
     *,
     Lambda: np.ndarray | None = None,
     kappa: float | None = None,
@@ -55,7 +55,8 @@ def simulate(
     """
     if n < 1 or d < 1:
         raise ValueError(f"n and d must be positive, got n={n}, d={d}")
-    ss_lambda, ss_data = np.random.SeedSequence(seed).spawn(2)
+    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    ss_lambda, ss_data = ss.spawn(2)
     if Lambda is None:
         Lambda = paper_scale_matrix(d, ss_lambda)
     Lambda = np.asarray(Lambda, dtype=np.float64)

@@ -136,3 +136,36 @@ def test_invalid_statistics_are_projected_floored_and_counted():
     draws, projected, floored = _conditional_draws(jax.random.key(0), data.ss_tilde, data, pr)
     assert int(projected) == 1 and bool(floored)
     assert all(np.isfinite(np.asarray(v)).all() for v in draws.values())
+
+
+def test_matheron_draw_has_the_conditional_law():
+    from bayes_dpreg.bs import BSData, _ss_draw
+    from bayes_dpreg.bs_moments import ss_moments
+
+    theta, sigma2 = jnp.asarray([0.5, -1.0]), jnp.asarray(0.8)
+    Sigma = jnp.asarray([[1.0, 0.3], [0.3, 0.5]])
+    n = jnp.asarray([40.0, 90.0])
+    mom = ss_moments(theta, sigma2, Sigma)
+    obs = n[:, None] * mom.mean + 3.0
+    data = BSData(obs, n, jnp.asarray([2.0, 5.0]))
+    draws = jax.vmap(lambda k: _ss_draw(k, theta, sigma2, Sigma, data))(jax.random.split(jax.random.key(0), 40000))
+    for j in range(2):
+        mean, U, scale = ss_conditional(n[j] * mom.mean, n[j] * mom.cov, obs[j], data.sigma[j] ** 2)
+        cov = U @ jnp.diag(scale**2) @ U.T
+        sd = np.sqrt(np.diag(cov))
+        np.testing.assert_allclose(draws[:, j].mean(0), mean, atol=float(5 * sd.max() / 200))
+        np.testing.assert_allclose(np.cov(np.asarray(draws[:, j]).T), cov, rtol=0.05, atol=0.05 * float(sd.max()) ** 2)
+
+
+def test_clt_prior_draw_has_the_isserlis_moments():
+    from bayes_dpreg.bs import _clt_prior_draw
+    from bayes_dpreg.bs_moments import ss_moments
+
+    theta, sigma2 = jnp.asarray([0.5, -1.0, 0.2]), jnp.asarray(0.8)
+    Sigma = jnp.asarray([[1.0, 0.3, 0.0], [0.3, 0.5, 0.1], [0.0, 0.1, 2.0]])
+    n = jnp.asarray([10.0])
+    x = jax.vmap(lambda k: _clt_prior_draw(k, theta, sigma2, Sigma, n)[0])(jax.random.split(jax.random.key(1), 100000))
+    mom = ss_moments(theta, sigma2, Sigma)
+    sd = np.sqrt(np.diag(10 * mom.cov))
+    np.testing.assert_allclose(x.mean(0), 10 * mom.mean, atol=float(5 * sd.max() / np.sqrt(1e5)))
+    np.testing.assert_allclose(np.cov(np.asarray(x).T), 10 * mom.cov, atol=0.03 * float(sd.max()) ** 2)
