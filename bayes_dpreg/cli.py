@@ -128,6 +128,29 @@ def cmd_sigma(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from . import experiments as ex
+
+    command = "bayes-dpreg " + " ".join(sys.argv[1:]) if sys.argv[1:] else "bayes-dpreg reproduce " + args.figure
+    kw = dict(command=command, seed=args.seed)
+    out_dir = args.out or f"results/{args.figure}"
+    cals = args.calibration or (["as_published", "auto"] if args.figure == "table1" else ["auto"])
+    if args.reps is not None:
+        kw["reps"] = args.reps
+    if args.iterations is not None and args.figure != "fig3":
+        kw["num_iterations"] = args.iterations
+    if args.figure in ("fig2", "fig4", "coverage"):
+        if len(cals) != 1:
+            raise ValueError(f"{args.figure} takes one calibration, got {cals}")
+        kw["calibration"] = cals[0]
+    if args.figure == "table1":
+        kw["calibrations"] = tuple(cals)
+        kw["data_dir"] = args.data_dir
+    out = ex.REPRODUCE[args.figure](out_dir, **kw)
+    print(f"results written to {out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bayes-dpreg", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -163,6 +186,18 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--seed", type=int, default=None)
     f.add_argument("-o", "--output", default=None, help="write the InferenceData as netCDF")
     f.set_defaults(func=cmd_fit)
+
+    x = sub.add_parser("reproduce", help="run one of the paper's experiments (Sec. 5, App. D) or the coverage study")
+    x.add_argument("figure", choices=["fig2", "fig3", "fig4", "table1", "coverage"])
+    x.add_argument("--reps", type=int, default=None, help="replications per cell (default: the paper's 50)")
+    x.add_argument("--iterations", type=int, default=None, help="MCMC iterations, first half warm-up (default 1e4)")
+    x.add_argument("--out", default=None, help="output directory (default results/<figure>)")
+    x.add_argument("--calibration", nargs="+", default=None, choices=["auto", "joint", "split", "as_published"],
+                   help="'auto' (correct, default) or 'as_published' (the authors' noise, NOT private); "
+                        "table1 takes both (default: as_published auto)")
+    x.add_argument("--data-dir", default=None, help="directory of the real data sets (default ../shared/data)")
+    x.add_argument("--seed", type=int, default=0)
+    x.set_defaults(func=cmd_reproduce)
 
     s = sub.add_parser("sigma", help="print noise calibrations")
     s.add_argument("--epsilon", type=float, nargs="+", default=[0.1, 1.0, 10.0])

@@ -69,7 +69,7 @@ PAPER_TABLE1: dict[str, dict[int, dict[str, float]]] = {
 }
 DATASET_FILES = {"power_plant": "power_plant_energy.csv", "bike_sharing": "bike_sharing.csv",
                  "air_quality": "air_quality.csv"}
-DATASET_NA = {"air_quality": (-200.0,)}  # the paper sets missing values to 0 (NOTES.md)
+DATASET_NA: dict[str, tuple[float, ...]] = {}  # -200 sensor codes are kept as values, as MATLAB load does
 
 
 def paper_prior(d: int, Lambda: np.ndarray | None = None) -> Prior:
@@ -306,3 +306,363 @@ def _summary(values: np.ndarray) -> tuple[float, float, float, float]:
     m = float(np.mean(values))
     se = float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else float("nan")
     return m, se, m - 1.645 * se, m + 1.645 * se
+
+
+def _machine() -> str:
+    import os
+    import platform
+
+    return f"{platform.machine()} {platform.processor() or ''} {os.cpu_count()} CPUs, {platform.system()}, " \
+           f"jax {jax.__version__} ({jax.default_backend()})".replace("  ", " ")
+
+
+def _write_run(out: Path, title: str, command: str, wall: float, extra: str = "") -> None:
+    text = (f"# {title}\n\ncommand: `{command}`\n\nmachine: {_machine()}\n\nwall time: {wall:.0f} s "
+            f"({wall / 60:.1f} min)\n\n{extra}")
+    (out / "run.md").write_text(text)
+
+
+def _mmd_rows(o: dict[str, MethodOutput], reps: Sequence[Replicate], key: jax.Array,
+              num_reference: int = 2000) -> dict[str, np.ndarray]:
+    """App. D: unbiased MMD^2 (Gaussian kernel, median-heuristic bandwidth of the reference) between
+    each method's thinned draws and ``num_reference`` exact non-private draws, per replication."""
+    res: dict[str, list[float]] = {m: [] for m in o if o[m].draws is not None}
+    for r, rep in enumerate(reps):
+        key, k = jax.random.split(key)
+        ref, _ = nonprivate_posterior(rep).sample(k, num_reference)
+        ref = np.asarray(ref)
+        bw = median_bandwidth(ref, ref)
+        for m in res:
+            res[m].append(mmd2_unbiased(o[m].draws[r], ref, bw))
+    return {m: np.asarray(v) for m, v in res.items()}
+
+
+def simulated_cell(*, d: int, J: int, epsilon: float, reps: int, n: int = 100_000, num_iterations: int = 10_000,
+                   thin: int = 50, calibration: str = "auto", methods: Sequence[str] = METHODS, seed: int = 0,
+                   mmd: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One (d, J, eps) cell of Fig. 2 (and Fig. 4 with ``mmd``): per-replication metric rows."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClippingWarning)
+        warnings.simplefilter("ignore", NotPrivateWarning)
+        rr = make_replicates(n=n, d=d, J=J, epsilon=epsilon, reps=reps, seed=seed, calibration=calibration)
+    out = run_methods(rr, methods, num_iterations=num_iterations, thin=thin, seed=seed)
+    met = sim_metrics(out, rr)
+    theta = np.stack([r.theta for r in rr])
+    Sig = np.stack([r.Sigma_x for r in rr])
+    npm = np.stack([np.asarray(nonprivate_posterior(r).mean) for r in rr])
+    e = npm - theta
+    met["nonprivate"] = {"mse": (e**2).mean(-1), "pred": np.einsum("ri,rij,rj->r", e, Sig, e)}
+    base = {"d": d, "J": J, "epsilon": epsilon, "calibration": calibration}
+    rows = [dict(base, method=m, rep=i, mse=float(v["mse"][i]), pred=float(v["pred"][i]))
+            for m, v in met.items() for i in range(reps)]
+    mrows = []
+    if mmd:
+        for m, v in _mmd_rows(out, rr, jax.random.key(seed + 1)).items():
+            mrows += [dict(base, method=m, rep=i, mmd2=float(v[i])) for i in range(reps)]
+    return rows, mrows
+
+
+def _aggregate(rows: list[dict[str, Any]], keys: Sequence[str], value: str) -> list[dict[str, Any]]:
+    groups: dict[tuple, list[float]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r[k] for k in keys), []).append(r[value])
+    out = []
+    for g, vals in groups.items():
+        m, se, lo, hi = _summary(np.asarray(vals))
+        out.append(dict(zip(keys, g), **{value: m, f"{value}_se": se, f"{value}_lo90": lo, f"{value}_hi90": hi,
+                                         "reps": len(vals)}))
+    return out
+
+
+def _plot_grid(summary: list[dict[str, Any]], value: str, ylabel: str, path: Path, rows_key: str = "d",
+               cols_key: str = "J") -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rk = sorted({s[rows_key] for s in summary})
+    ck = sorted({s[cols_key] for s in summary})
+    fig, axes = plt.subplots(len(rk), len(ck), figsize=(4 * len(ck), 3.2 * len(rk)), squeeze=False)
+    for i, rv in enumerate(rk):
+        for j, cv in enumerate(ck):
+            ax = axes[i][j]
+            for m in dict.fromkeys(s["method"] for s in summary):
+                pts = sorted((s["epsilon"], s[value]) for s in summary
+                             if s[rows_key] == rv and s[cols_key] == cv and s["method"] == m)
+                if pts:
+                    ax.plot(*zip(*pts), marker="o", ms=3, label=LABELS.get(m, m))
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(f"{rows_key} = {rv}, {cols_key} = {cv}")
+            ax.set_xlabel("epsilon")
+            ax.set_ylabel(ylabel)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def fig2(out_dir: str | Path, *, reps: int = 50, num_iterations: int = 10_000, calibration: str = "auto",
+         d_values: Sequence[int] = (2, 5), J_values: Sequence[int] = (1, 5, 10),
+         eps_values: Sequence[float] = PAPER_EPS, n: int = 100_000, seed: int = 0,
+         methods: Sequence[str] = METHODS, mmd: bool = True, command: str = "", log: Callable = print) -> Path:
+    """Fig. 2 (and Fig. 4 for d = 2 when ``mmd``): CSVs of every replication, summaries, PNGs."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows, mrows = [], []
+    t0 = time.perf_counter()
+    for d in d_values:
+        for J in J_values:
+            for eps in eps_values:
+                t = time.perf_counter()
+                r, m = simulated_cell(d=d, J=J, epsilon=eps, reps=reps, n=n, num_iterations=num_iterations,
+                                      calibration=calibration, methods=methods, seed=seed, mmd=mmd and d == 2)
+                rows += r
+                mrows += m
+                log(f"d={d} J={J} eps={eps}: {time.perf_counter() - t:.0f} s")
+    wall = time.perf_counter() - t0
+    write_csv(out / "fig2_replications.csv", rows)
+    summary = _aggregate(rows, ("d", "J", "epsilon", "method"), "mse")
+    pred = {(s["d"], s["J"], s["epsilon"], s["method"]): s for s in _aggregate(rows, ("d", "J", "epsilon", "method"), "pred")}
+    for s in summary:
+        p = pred[(s["d"], s["J"], s["epsilon"], s["method"])]
+        s.update(pred=p["pred"], pred_se=p["pred_se"])
+    write_csv(out / "fig2_summary.csv", summary)
+    _plot_grid(summary, "mse", "MSE of E[theta]", out / "fig2_mse.png")
+    _plot_grid(summary, "pred", "prediction error", out / "fig2_prediction.png")
+    extra = ""
+    if mrows:
+        write_csv(out / "fig4_replications.csv", mrows)
+        ms = _aggregate(mrows, ("d", "J", "epsilon", "method"), "mmd2")
+        write_csv(out / "fig4_summary.csv", ms)
+        _plot_grid(ms, "mmd2", "MMD^2", out / "fig4_mmd.png")
+        extra = "Fig. 4 (MMD^2, d = 2) comes from the same runs (fig4_*.csv).\n"
+    _write_run(out, f"Fig. 2 ({calibration} calibration, {reps} replications, {num_iterations} iterations)",
+               command, wall, extra)
+    return out
+
+
+def fig4(out_dir: str | Path, **kw: Any) -> Path:
+    """Fig. 4 (App. D): MMD^2 to the non-private posterior versus epsilon, d = 2, J in {1, 5, 10}
+    (every 50th draw of the second half of each chain, 2000 exact non-private draws)."""
+    kw.setdefault("methods", BAYES_METHODS)
+    return fig2(out_dir, d_values=(2,), mmd=True, **kw)
+
+
+def _default_data_dir() -> Path:
+    return Path.cwd().parent / "shared" / "data"
+
+
+def real_replicates(name: str, J: int, *, reps: int, calibration: str, seed: int, data_dir: str | Path | None = None,
+                    epsilon: float = 1.0) -> tuple[list[Replicate], Any]:
+    """Table 1 replications: the paper's preprocessing (:func:`bayes_dpreg.load_dataset`), ``J``
+    consecutive blocks of the training rows, ``delta = 1/n``; each replication redraws the noise."""
+    path = Path(data_dir or _default_data_dir()) / DATASET_FILES[name]
+    ds = load_dataset(path, na_values=DATASET_NA.get(name, ()), name=name)
+    parts = split_parties(ds.X_train, ds.y_train, J)
+    n, d = ds.X_train.shape
+    bounds = _bounds(ds.X_train, ds.y_train)
+    exact = (ds.X_train.T @ ds.X_train, ds.X_train.T @ ds.y_train, float(ds.y_train @ ds.y_train), n)
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClippingWarning)
+        warnings.simplefilter("ignore", NotPrivateWarning)
+        for r in range(reps):
+            noise = np.random.SeedSequence(seed, spawn_key=(1000 + list(DATASET_FILES).index(name), J, r))
+            out.append(Replicate(*_release_all(parts, epsilon, 1.0 / n, *bounds, calibration, noise),
+                                 paper_prior(d), None, None, exact))
+    return out, ds
+
+
+def table1(out_dir: str | Path, *, reps: int = 50, num_iterations: int = 10_000,
+           calibrations: Sequence[str] = ("as_published", "auto"), datasets: Sequence[str] = tuple(DATASET_FILES),
+           J_values: Sequence[int] = (1, 5, 10), methods: Sequence[str] = METHODS, seed: int = 0,
+           data_dir: str | Path | None = None, command: str = "", log: Callable = print) -> Path:
+    """Table 1 (eps = 1): mean test MSE of the posterior-mean prediction over ``reps`` noise draws,
+    with a 90% interval for the mean (as the paper's Table 2), for each calibration; the paper's
+    values beside ours in ``table1.md``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    t0 = time.perf_counter()
+    for name in datasets:
+        for J in J_values:
+            for cal in calibrations:
+                t = time.perf_counter()
+                rr, ds = real_replicates(name, J, reps=reps, calibration=cal, seed=seed, data_dir=data_dir)
+                res = run_methods(rr, methods, num_iterations=num_iterations, seed=seed)
+                for m, o in res.items():
+                    mse = ((o.mean @ ds.X_test.T - ds.y_test) ** 2).mean(-1)
+                    rows += [dict(dataset=name, J=J, calibration=cal, method=m, rep=i, test_mse=float(mse[i]))
+                             for i in range(reps)]
+                log(f"{name} J={J} {cal}: {time.perf_counter() - t:.0f} s")
+    wall = time.perf_counter() - t0
+    write_csv(out / "table1_replications.csv", rows)
+    summary = _aggregate(rows, ("dataset", "J", "calibration", "method"), "test_mse")
+    write_csv(out / "table1_summary.csv", summary)
+    (out / "table1.md").write_text(_table1_markdown(summary, calibrations, methods))
+    _write_run(out, f"Table 1 ({reps} replications, {num_iterations} iterations)", command, wall)
+    return out
+
+
+def _table1_markdown(summary: list[dict[str, Any]], calibrations: Sequence[str], methods: Sequence[str]) -> str:
+    """Paper / ours per calibration, per method: mean test MSE and [90% interval of the mean]."""
+    get = {(s["dataset"], s["J"], s["calibration"], s["method"]): s for s in summary}
+    lines = ["| J | data set | calibration | " + " | ".join(LABELS[m] for m in methods) + " |",
+             "|---|---|---|" + "---|" * len(methods)]
+    for (name, J) in dict.fromkeys((s["dataset"], s["J"]) for s in summary):
+        paper = PAPER_TABLE1.get(name, {}).get(J, {})
+        lines.append(f"| {J} | {name} | paper | " + " | ".join(f"{paper.get(m, float('nan')):.4f}" for m in methods) + " |")
+        for cal in calibrations:
+            cells = []
+            for m in methods:
+                s = get.get((name, J, cal, m))
+                cells.append("" if s is None else f"{s['test_mse']:.4f} [{s['test_mse_lo90']:.4f}, {s['test_mse_hi90']:.4f}]")
+            lines.append(f"| {J} | {name} | {cal} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def fig3(out_dir: str | Path, *, d_values: Sequence[int] = tuple(range(1, 21)), J: int = 5, n: int = 100_000,
+         num_iterations: int = 200, hmc_iterations: int = 40, methods: Sequence[str] = ("normalx", "normalx-hmc",
+         "fixeds", "bs"), seed: int = 0, command: str = "", log: Callable = print, reps: int = 1) -> Path:
+    """Fig. 3: seconds per iteration of one chain versus d (J parties of n/J rows, eps = 1). The
+    time of ``num_iterations`` minus that of half as many, so that compilation is excluded;
+    ``normalx-hmc`` (NUTS) is timed after a warm-up of ``hmc_iterations``."""
+    from .inference import fit
+
+    del reps
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    t0 = time.perf_counter()
+    for d in d_values:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ClippingWarning)
+            rr = make_replicates(n=n, d=d, J=J, epsilon=1.0, reps=1, seed=seed)
+        for m in methods:
+            if m == "normalx-hmc":
+                def run(k: int) -> None:
+                    fit(rr[0].ssp, m, rr[0].prior, num_samples=k, num_warmup=hmc_iterations, num_chains=1, seed=seed)
+                half = hmc_iterations // 2
+                a, b = _timed(run, half), _timed(run, hmc_iterations)
+                per = (b - a) / (hmc_iterations - half)
+            else:
+                half = num_iterations // 2
+                a = _timed(lambda k: run_methods(rr, [m], num_iterations=k, thin=1, seed=seed), half)
+                b = _timed(lambda k: run_methods(rr, [m], num_iterations=k, thin=1, seed=seed), num_iterations)
+                per = (b - a) / (num_iterations - half)
+            rows.append(dict(d=d, J=J, method=m, seconds_per_iteration=max(per, 0.0)))
+            log(f"d={d} {m}: {per * 1e3:.3f} ms/iteration")
+    wall = time.perf_counter() - t0
+    write_csv(out / "fig3_times.csv", rows)
+    _plot_fig3(rows, out / "fig3_time_per_iteration.png")
+    _write_run(out, f"Fig. 3 (time per iteration, J = {J}, n = {n}, one chain)", command, wall)
+    return out
+
+
+def _timed(fn: Callable[[int], Any], k: int) -> float:
+    fn(k)  # compile (and cache) at this size
+    t = time.perf_counter()
+    fn(k)
+    return time.perf_counter() - t
+
+
+def _plot_fig3(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    for m in dict.fromkeys(r["method"] for r in rows):
+        pts = [(r["d"], r["seconds_per_iteration"]) for r in rows if r["method"] == m]
+        ax.plot(*zip(*pts), marker="o", ms=3, label=LABELS.get(m, m))
+    ax.set_yscale("log")
+    ax.set_xlabel("d")
+    ax.set_ylabel("seconds per iteration")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def coverage(out_dir: str | Path, *, reps: int = 200, num_iterations: int = 4000, thin: int = 4, d: int = 2,
+             n: int = 100_000, J_values: Sequence[int] = (1, 10), eps_values: Sequence[float] = (0.1, 1.0, 10.0),
+             methods: Sequence[str] = ("normalx", "fixeds", "fast", "bs", "naive"), calibration: str = "auto",
+             seed: int = 0, command: str = "", log: Callable = print) -> Path:
+    """Frequentist coverage of central 50% and 90% credible intervals of each ``theta_k`` over
+    ``reps`` simulated data sets per cell (data and noise redrawn; the paper's generative model, so
+    normalX's model holds). ``naive`` treats ``nearestPSD(S~)``, ``z~`` as exact."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    t0 = time.perf_counter()
+    for J in J_values:
+        for eps in eps_values:
+            t = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ClippingWarning)
+                warnings.simplefilter("ignore", NotPrivateWarning)
+                rr = make_replicates(n=n, d=d, J=J, epsilon=eps, reps=reps, seed=seed + 7919, calibration=calibration)
+            res = run_methods(rr, methods, num_iterations=num_iterations, thin=thin, seed=seed,
+                              fast_draws=(num_iterations - num_iterations // 2) // thin)
+            theta = np.stack([r.theta for r in rr])
+            for m, o in res.items():
+                for level in (0.5, 0.9):
+                    lo, hi = np.quantile(o.draws, [(1 - level) / 2, (1 + level) / 2], axis=1)
+                    inside = (lo <= theta) & (theta <= hi)
+                    width = (hi - lo).mean()
+                    rows.append(dict(J=J, epsilon=eps, method=m, level=level, coverage=float(inside.mean()),
+                                     se=float(np.sqrt(inside.mean() * (1 - inside.mean()) / inside.size)),
+                                     mean_width=float(width), intervals=int(inside.size)))
+            log(f"J={J} eps={eps}: {time.perf_counter() - t:.0f} s")
+    wall = time.perf_counter() - t0
+    write_csv(out / "coverage.csv", rows)
+    (out / "coverage.md").write_text(_coverage_markdown(rows))
+    _plot_coverage(rows, out / "coverage.png")
+    _write_run(out, f"Coverage ({reps} data sets per cell, d = {d}, n = {n}, {num_iterations} iterations)",
+               command, wall)
+    return out
+
+
+def _coverage_markdown(rows: list[dict[str, Any]]) -> str:
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    lines = ["| J | eps | level | " + " | ".join(LABELS.get(m, m) for m in methods) + " |",
+             "|---|---|---|" + "---|" * len(methods)]
+    get = {(r["J"], r["epsilon"], r["level"], r["method"]): r for r in rows}
+    for (J, eps, level) in dict.fromkeys((r["J"], r["epsilon"], r["level"]) for r in rows):
+        cells = [f"{get[(J, eps, level, m)]['coverage']:.3f} ± {get[(J, eps, level, m)]['se']:.3f}" for m in methods]
+        lines.append(f"| {J} | {eps:g} | {level:.0%} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _plot_coverage(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    Js = sorted({r["J"] for r in rows})
+    fig, axes = plt.subplots(2, len(Js), figsize=(4.2 * len(Js), 6), squeeze=False)
+    for i, level in enumerate((0.5, 0.9)):
+        for j, J in enumerate(Js):
+            ax = axes[i][j]
+            for m in dict.fromkeys(r["method"] for r in rows):
+                pts = sorted((r["epsilon"], r["coverage"]) for r in rows if r["J"] == J and r["level"] == level
+                             and r["method"] == m)
+                ax.plot(*zip(*pts), marker="o", ms=3, label=LABELS.get(m, m))
+            ax.axhline(level, color="k", lw=0.8, ls="--")
+            ax.set_xscale("log")
+            ax.set_ylim(0, 1)
+            ax.set_title(f"{level:.0%} intervals, J = {J}")
+            ax.set_xlabel("epsilon")
+            ax.set_ylabel("coverage")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+REPRODUCE: dict[str, Callable[..., Path]] = {"fig2": fig2, "fig3": fig3, "fig4": fig4, "table1": table1,
+                                             "coverage": coverage}
