@@ -13,6 +13,7 @@ full kernel matrix in memory.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -23,6 +24,7 @@ from jax import Array
 __all__ = ["mmd2_unbiased", "median_bandwidth", "calibration"]
 
 
+@functools.partial(jax.jit, static_argnames=("block",))
 def _kernel_sum(x: Array, y: Array, bandwidth: float, block: int) -> Array:
     """``sum_{i,j} k(x_i, y_j)`` over row blocks of ``x`` (padded rows contribute zero)."""
     m = x.shape[0]

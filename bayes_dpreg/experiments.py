@@ -331,7 +331,7 @@ def _mmd_rows(o: dict[str, MethodOutput], reps: Sequence[Replicate], key: jax.Ar
         key, k = jax.random.split(key)
         ref, _ = nonprivate_posterior(rep).sample(k, num_reference)
         ref = np.asarray(ref)
-        bw = median_bandwidth(ref, ref)
+        bw = median_bandwidth(ref, ref, max_points=500, seed=r)
         for m in res:
             res[m].append(mmd2_unbiased(o[m].draws[r], ref, bw))
     return {m: np.asarray(v) for m, v in res.items()}
@@ -345,7 +345,11 @@ def simulated_cell(*, d: int, J: int, epsilon: float, reps: int, n: int = 100_00
         warnings.simplefilter("ignore", ClippingWarning)
         warnings.simplefilter("ignore", NotPrivateWarning)
         rr = make_replicates(n=n, d=d, J=J, epsilon=epsilon, reps=reps, seed=seed, calibration=calibration)
-    out = run_methods(rr, methods, num_iterations=num_iterations, thin=thin, seed=seed)
+    out, seconds = {}, {}
+    for i, m in enumerate(methods):
+        t = time.perf_counter()
+        out.update(run_methods(rr, [m], num_iterations=num_iterations, thin=thin, seed=seed + i))
+        seconds[m] = time.perf_counter() - t
     met = sim_metrics(out, rr)
     theta = np.stack([r.theta for r in rr])
     Sig = np.stack([r.Sigma_x for r in rr])
@@ -353,8 +357,8 @@ def simulated_cell(*, d: int, J: int, epsilon: float, reps: int, n: int = 100_00
     e = npm - theta
     met["nonprivate"] = {"mse": (e**2).mean(-1), "pred": np.einsum("ri,rij,rj->r", e, Sig, e)}
     base = {"d": d, "J": J, "epsilon": epsilon, "calibration": calibration}
-    rows = [dict(base, method=m, rep=i, mse=float(v["mse"][i]), pred=float(v["pred"][i]))
-            for m, v in met.items() for i in range(reps)]
+    rows = [dict(base, method=m, rep=i, mse=float(v["mse"][i]), pred=float(v["pred"][i]),
+                 cell_seconds=seconds.get(m, 0.0)) for m, v in met.items() for i in range(reps)]
     mrows = []
     if mmd:
         for m, v in _mmd_rows(out, rr, jax.random.key(seed + 1)).items():
@@ -420,7 +424,9 @@ def fig2(out_dir: str | Path, *, reps: int = 50, num_iterations: int = 10_000, c
                                       calibration=calibration, methods=methods, seed=seed, mmd=mmd and d == 2)
                 rows += r
                 mrows += m
-                log(f"d={d} J={J} eps={eps}: {time.perf_counter() - t:.0f} s")
+                per = {k["method"]: k["cell_seconds"] for k in r if k["rep"] == 0}
+                log(f"d={d} J={J} eps={eps}: {time.perf_counter() - t:.0f} s ("
+                    + ", ".join(f"{k} {v:.0f} s" for k, v in per.items() if v) + ")")
     wall = time.perf_counter() - t0
     write_csv(out / "fig2_replications.csv", rows)
     summary = _aggregate(rows, ("d", "J", "epsilon", "method"), "mse")
