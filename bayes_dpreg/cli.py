@@ -143,6 +143,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         if len(cals) != 1:
             raise ValueError(f"{args.figure} takes one calibration, got {cals}")
         kw["calibration"] = cals[0]
+    if args.prior is not None:
+        if args.figure != "coverage":
+            raise ValueError("--prior applies to the coverage study only")
+        kw["prior"] = args.prior
     if args.figure == "table1":
         kw["calibrations"] = tuple(cals)
         kw["data_dir"] = args.data_dir
@@ -196,6 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="'auto' (correct, default) or 'as_published' (the authors' noise, NOT private); "
                         "table1 takes both (default: as_published auto)")
     x.add_argument("--data-dir", default=None, help="directory of the real data sets (default ../shared/data)")
+    x.add_argument("--prior", default=None, choices=["matched", "paper"],
+                   help="coverage only: 'matched' (default; the simulation's model holds) or the paper's prior")
     x.add_argument("--seed", type=int, default=0)
     x.set_defaults(func=cmd_reproduce)
 

@@ -111,8 +111,17 @@ def _bounds(X: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(np.linalg.norm(X, axis=1).max()) * (1 + 1e-12), float(np.abs(y).max()) * (1 + 1e-12)
 
 
+def matched_prior(d: int, Lambda: np.ndarray | None = None) -> Prior:
+    """A prior under which the simulation's model holds (for coverage): ``theta ~ N(0, I)`` and
+    ``Sigma_x ~ IW(Lambda, d + 1)`` as the data are drawn, and a weak ``sigma^2 ~ IG(2, 1)``
+    (mean 1, the true value). The paper's ``IG(20, 0.5)`` puts ``sigma^2`` near 0.026 while the
+    data have ``sigma_y = 1``, and ``z~`` carries only d numbers per party about it."""
+    return Prior(m=0.0, C=1.0, a=2.0, b=1.0, Lambda=1.0 if Lambda is None else Lambda, kappa=d + 1.0)
+
+
 def make_replicates(*, n: int, d: int, J: int, epsilon: float, reps: int, seed: int,
-                    calibration: str = "auto", delta: float | None = None) -> list[Replicate]:
+                    calibration: str = "auto", delta: float | None = None,
+                    prior: Callable[[int, np.ndarray], Prior] = paper_prior) -> list[Replicate]:
     """Simulated replications (Sec. 5.1): ``Lambda = V^T V``, ``theta ~ N(0, I)``, ``Sigma_x ~ IW(Lambda,
     d + 1)``, ``x_i ~ N(0, Sigma_x)``, ``sigma_y = 1``; ``delta = 1/n`` by default. Replication ``r``
     uses ``SeedSequence(seed, spawn_key=(d, J, r))`` for the data and its child for the noise, so
@@ -128,7 +137,7 @@ def make_replicates(*, n: int, d: int, J: int, epsilon: float, reps: int, seed: 
         noise = np.random.SeedSequence(s_noise.entropy, spawn_key=s_noise.spawn_key + (int(round(epsilon * 1000)),))
         releases = _release_all(parts, epsilon, delta, *_bounds(sim.X, sim.y), calibration, noise)
         exact = (sim.X.T @ sim.X, sim.X.T @ sim.y, float(sim.y @ sim.y), n)
-        out.append(Replicate(*releases, paper_prior(d, Lambda), sim.theta, sim.Sigma_x, exact))
+        out.append(Replicate(*releases, prior(d, Lambda), sim.theta, sim.Sigma_x, exact))
     return out
 
 
@@ -503,13 +512,18 @@ def table1(out_dir: str | Path, *, reps: int = 50, num_iterations: int = 10_000,
                     rows += [dict(dataset=name, J=J, calibration=cal, method=m, rep=i, test_mse=float(mse[i]))
                              for i in range(reps)]
                 log(f"{name} J={J} {cal}: {time.perf_counter() - t:.0f} s")
+                _write_table1(out, rows, calibrations, methods)  # results so far, after every cell
     wall = time.perf_counter() - t0
+    _write_run(out, f"Table 1 ({reps} replications, {num_iterations} iterations)", command, wall)
+    return out
+
+
+def _write_table1(out: Path, rows: list[dict[str, Any]], calibrations: Sequence[str],
+                  methods: Sequence[str]) -> None:
     write_csv(out / "table1_replications.csv", rows)
     summary = _aggregate(rows, ("dataset", "J", "calibration", "method"), "test_mse")
     write_csv(out / "table1_summary.csv", summary)
     (out / "table1.md").write_text(_table1_markdown(summary, calibrations, methods))
-    _write_run(out, f"Table 1 ({reps} replications, {num_iterations} iterations)", command, wall)
-    return out
 
 
 def _table1_markdown(summary: list[dict[str, Any]], calibrations: Sequence[str], methods: Sequence[str]) -> str:
@@ -602,10 +616,13 @@ def _plot_fig3(rows: list[dict[str, Any]], path: Path) -> None:
 def coverage(out_dir: str | Path, *, reps: int = 200, num_iterations: int = 4000, thin: int = 4, d: int = 2,
              n: int = 100_000, J_values: Sequence[int] = (1, 10), eps_values: Sequence[float] = (0.1, 1.0, 10.0),
              methods: Sequence[str] = ("normalx", "fixeds", "fast", "bs", "naive"), calibration: str = "auto",
-             seed: int = 0, command: str = "", log: Callable = print) -> Path:
+             seed: int = 0, command: str = "", log: Callable = print, prior: str = "matched") -> Path:
     """Frequentist coverage of central 50% and 90% credible intervals of each ``theta_k`` over
-    ``reps`` simulated data sets per cell (data and noise redrawn; the paper's generative model, so
-    normalX's model holds). ``naive`` treats ``nearestPSD(S~)``, ``z~`` as exact."""
+    ``reps`` simulated data sets per cell (data and noise redrawn; the paper's generative model).
+    ``prior="matched"`` (:func:`matched_prior`) makes normalX's model hold; ``"paper"`` uses the
+    paper's prior (:func:`paper_prior`), whose ``sigma^2`` prior contradicts ``sigma_y = 1``.
+    ``naive`` treats ``nearestPSD(S~)``, ``z~`` as exact."""
+    prior_fn = {"matched": matched_prior, "paper": paper_prior}[prior]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -616,7 +633,8 @@ def coverage(out_dir: str | Path, *, reps: int = 200, num_iterations: int = 4000
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ClippingWarning)
                 warnings.simplefilter("ignore", NotPrivateWarning)
-                rr = make_replicates(n=n, d=d, J=J, epsilon=eps, reps=reps, seed=seed + 7919, calibration=calibration)
+                rr = make_replicates(n=n, d=d, J=J, epsilon=eps, reps=reps, seed=seed + 7919, calibration=calibration,
+                                     prior=prior_fn)
             res = run_methods(rr, methods, num_iterations=num_iterations, thin=thin, seed=seed,
                               fast_draws=(num_iterations - num_iterations // 2) // thin)
             theta = np.stack([r.theta for r in rr])
@@ -633,8 +651,8 @@ def coverage(out_dir: str | Path, *, reps: int = 200, num_iterations: int = 4000
     write_csv(out / "coverage.csv", rows)
     (out / "coverage.md").write_text(_coverage_markdown(rows))
     _plot_coverage(rows, out / "coverage.png")
-    _write_run(out, f"Coverage ({reps} data sets per cell, d = {d}, n = {n}, {num_iterations} iterations)",
-               command, wall)
+    _write_run(out, f"Coverage ({reps} data sets per cell, d = {d}, n = {n}, {num_iterations} iterations, "
+               f"{prior} prior)", command, wall)
     return out
 
 
