@@ -143,6 +143,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         if len(cals) != 1:
             raise ValueError(f"{args.figure} takes one calibration, got {cals}")
         kw["calibration"] = cals[0]
+    if args.methods is not None:
+        if args.figure == "fig3":
+            raise ValueError("--methods does not apply to fig3")
+        kw["methods"] = tuple(args.methods)
     if args.prior is not None:
         if args.figure != "coverage":
             raise ValueError("--prior applies to the coverage study only")
@@ -202,6 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--data-dir", default=None, help="directory of the real data sets (default ../shared/data)")
     x.add_argument("--prior", default=None, choices=["matched", "paper"],
                    help="coverage only: 'matched' (default; the simulation's model holds) or the paper's prior")
+    x.add_argument("--methods", nargs="+", default=None,
+                   choices=["normalx", "fixeds", "fast", "bs", "adassp", "naive"], help="subset of the methods")
     x.add_argument("--seed", type=int, default=0)
     x.set_defaults(func=cmd_reproduce)
 
