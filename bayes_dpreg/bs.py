@@ -41,7 +41,7 @@ from jax import Array
 from .bs_moments import ss_moments, ss_vector
 from .closed_form import nig_posterior
 from .kernels import Settings, _PureKernel
-from .linalg import nearest_psd, symmetrize
+from .linalg import nearest_psd_and_min_eig, symmetrize
 from .prior import ResolvedPrior
 
 __all__ = ["BSData", "BSState", "bs_data", "bs_init", "bs_step", "BS", "unpack_ss", "ss_conditional"]
@@ -126,8 +126,8 @@ def _conditional_draws(key: Array, ss: Array, data: BSData, pr: ResolvedPrior) -
     d = pr.m.shape[-1]
     k_sx, k_nig = jax.random.split(key)
     S, z, u = unpack_ss(ss, d)
-    S_psd = nearest_psd(S)
-    projected = (jnp.linalg.eigvalsh(S)[..., 0] < 0).sum()
+    S_psd, min_eig = nearest_psd_and_min_eig(S)
+    projected = (min_eig < 0).sum()
     S_sum = symmetrize(S_psd.sum(0))
     Sigma_x = dist.InverseWishart(pr.kappa + data.n.sum(), scale_matrix=jnp.asarray(pr.Lambda) + S_sum).sample(k_sx)
     post = nig_posterior(S_sum, z.sum(0), u.sum(), data.n.sum(), jnp.asarray(pr.m), jnp.asarray(pr.nig_precision),

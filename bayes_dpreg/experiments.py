@@ -18,14 +18,14 @@ private) noise; ``"auto"`` is the correct analytic calibration. As in the paper,
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import math
 import time
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -34,13 +34,12 @@ from jax import lax
 
 from . import bs as bs_kernel
 from . import kernels
-from .closed_form import adassp_estimate, adassp_ridge, fast_posterior, nig_posterior, theta_conditional
+from .closed_form import adassp_estimate, adassp_ridge, fast_posterior, nig_posterior
 from .data import load_dataset, paper_scale_matrix, simulate, split_parties
 from .diagnostics import median_bandwidth, mmd2_unbiased
 from .inference import fast_sigma2
-from .linalg import nearest_psd, spd_inverse
 from .models import fixeds_data, model_data
-from .prior import Prior, ResolvedPrior
+from .prior import Prior
 from .privacy import ClippingWarning, NotPrivateWarning
 from .release import NoisyStats, release, release_adassp, release_bs, stack_stats
 
@@ -290,24 +289,23 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-def _quiet() -> warnings.catch_warnings:
-    cm = warnings.catch_warnings()
-    cm.__enter__()
-    warnings.simplefilter("ignore", ClippingWarning)
-    warnings.simplefilter("ignore", NotPrivateWarning)
-    return cm
+@contextlib.contextmanager
+def _quiet_releases() -> Iterator[None]:
+    """Silence the releases' clipping and 'as published' warnings: an experiment's bounds are
+    the data's maxima and its calibration is chosen on purpose (both recorded in the outputs)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClippingWarning)
+        warnings.simplefilter("ignore", NotPrivateWarning)
+        yield
 
 
-@dataclass
-class Timer:
-    start: float = 0.0
+def _pyplot() -> Any:
+    import matplotlib
 
-    def __enter__(self) -> "Timer":
-        self.start = time.perf_counter()
-        return self
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
 
-    def __exit__(self, *exc: Any) -> None:
-        self.elapsed = time.perf_counter() - self.start
+    return plt
 
 
 def _summary(values: np.ndarray) -> tuple[float, float, float, float]:
@@ -350,9 +348,7 @@ def simulated_cell(*, d: int, J: int, epsilon: float, reps: int, n: int = 100_00
                    thin: int = 50, calibration: str = "auto", methods: Sequence[str] = METHODS, seed: int = 0,
                    mmd: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One (d, J, eps) cell of Fig. 2 (and Fig. 4 with ``mmd``): per-replication metric rows."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ClippingWarning)
-        warnings.simplefilter("ignore", NotPrivateWarning)
+    with _quiet_releases():
         rr = make_replicates(n=n, d=d, J=J, epsilon=epsilon, reps=reps, seed=seed, calibration=calibration)
     out, seconds = {}, {}
     for i, m in enumerate(methods):
@@ -389,11 +385,7 @@ def _aggregate(rows: list[dict[str, Any]], keys: Sequence[str], value: str) -> l
 
 def _plot_grid(summary: list[dict[str, Any]], value: str, ylabel: str, path: Path, rows_key: str = "d",
                cols_key: str = "J") -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     rk = sorted({s[rows_key] for s in summary})
     ck = sorted({s[cols_key] for s in summary})
     fig, axes = plt.subplots(len(rk), len(ck), figsize=(4 * len(ck), 3.2 * len(rk)), squeeze=False)
@@ -480,9 +472,7 @@ def real_replicates(name: str, J: int, *, reps: int, calibration: str, seed: int
     bounds = _bounds(ds.X_train, ds.y_train)
     exact = (ds.X_train.T @ ds.X_train, ds.X_train.T @ ds.y_train, float(ds.y_train @ ds.y_train), n)
     out = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ClippingWarning)
-        warnings.simplefilter("ignore", NotPrivateWarning)
+    with _quiet_releases():
         for r in range(reps):
             noise = np.random.SeedSequence(seed, spawn_key=(1000 + list(DATASET_FILES).index(name), J, r))
             out.append(Replicate(*_release_all(parts, epsilon, 1.0 / n, *bounds, calibration, noise),
@@ -562,8 +552,7 @@ def fig3(out_dir: str | Path, *, d_values: Sequence[int] = (1, 2, 3, 4, 5, 6, 8,
     rows = []
     t0 = time.perf_counter()
     for d in d_values:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ClippingWarning)
+        with _quiet_releases():
             rr = make_replicates(n=n, d=d, J=J, epsilon=1.0, reps=1, seed=seed)
         for m in methods:
             if m == "normalx-hmc":
@@ -595,11 +584,7 @@ def _timed(fn: Callable[[int], Any], k: int) -> float:
 
 
 def _plot_fig3(rows: list[dict[str, Any]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(5, 3.6))
     for m in dict.fromkeys(r["method"] for r in rows):
         pts = [(r["d"], r["seconds_per_iteration"]) for r in rows if r["method"] == m]
@@ -630,9 +615,7 @@ def coverage(out_dir: str | Path, *, reps: int = 200, num_iterations: int = 4000
     for J in J_values:
         for eps in eps_values:
             t = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ClippingWarning)
-                warnings.simplefilter("ignore", NotPrivateWarning)
+            with _quiet_releases():
                 rr = make_replicates(n=n, d=d, J=J, epsilon=eps, reps=reps, seed=seed + 7919, calibration=calibration,
                                      prior=prior_fn)
             res = run_methods(rr, methods, num_iterations=num_iterations, thin=thin, seed=seed,
@@ -668,11 +651,7 @@ def _coverage_markdown(rows: list[dict[str, Any]]) -> str:
 
 
 def _plot_coverage(rows: list[dict[str, Any]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     Js = sorted({r["J"] for r in rows})
     fig, axes = plt.subplots(2, len(Js), figsize=(4.2 * len(Js), 6), squeeze=False)
     for i, level in enumerate((0.5, 0.9)):

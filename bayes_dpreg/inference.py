@@ -22,7 +22,7 @@ from numpyro.infer import MCMC
 from .closed_form import adassp_estimate, adassp_ridge, fast_posterior
 from .bs import BS, bs_data
 from .kernels import FixedS, NormalX, Settings, normalx_hmc, normalx_intercept_hmc
-from .models import ModelData, fixeds_data, model_data
+from .models import fixeds_data, model_data
 from .prior import ModelSpec, Prior, ResolvedPrior, load_model
 from .release import NoisyStats, StackedStats, as_stats_list, stack_stats
 

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 from jax import Array
 from jax.scipy.linalg import cho_solve, solve_triangular
 
-__all__ = ["nearest_psd", "symmetrize", "spd_inverse", "chol_solve"]
+__all__ = ["nearest_psd", "nearest_psd_and_min_eig", "symmetrize", "spd_inverse", "chol_solve"]
 
 
 def symmetrize(A: Array) -> Array:
@@ -20,8 +20,14 @@ def nearest_psd(A: Array) -> Array:
     For symmetric ``A = E D E^T``, the minimiser is ``E max(D, 0) E^T``
     (paper Sec. 4.2). Works on a batch ``(..., d, d)``; ``A`` is symmetrised first.
     """
+    return nearest_psd_and_min_eig(A)[0]
+
+
+def nearest_psd_and_min_eig(A: Array) -> tuple[Array, Array]:
+    """:func:`nearest_psd` and the smallest eigenvalue of the symmetrised ``A`` (negative
+    where the projection changed it), from one eigendecomposition."""
     w, E = jnp.linalg.eigh(symmetrize(A))
-    return symmetrize((E * jnp.maximum(w, 0.0)[..., None, :]) @ jnp.swapaxes(E, -1, -2))
+    return symmetrize((E * jnp.maximum(w, 0.0)[..., None, :]) @ jnp.swapaxes(E, -1, -2)), w[..., 0]
 
 
 def chol_solve(L: Array, B: Array) -> Array:

@@ -29,7 +29,6 @@ import numpy as np
 from .privacy import (
     CalibrationKind,
     NotPrivateWarning,
-    Neighbouring,
     analytic_gaussian_sigma,
     calibrate,
     check_privacy_parameters,

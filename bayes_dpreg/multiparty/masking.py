@@ -148,24 +148,22 @@ def _check_seed(seed: object) -> int:
     return _check_int(seed, "seed", 0)
 
 
-def _check_lambda(lam: object) -> float:
+def _check_nonnegative(value: object, what: str) -> float:
     try:
-        value = float(lam)  # type: ignore[arg-type]
+        out = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise ValueError(f"ridge lambda must be a finite number >= 0, got {lam!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"ridge lambda must be a finite number >= 0, got {lam!r}")
-    return value
+        raise ValueError(f"{what} must be a finite number >= 0, got {value!r}") from None
+    if not math.isfinite(out) or out < 0:
+        raise ValueError(f"{what} must be a finite number >= 0, got {value!r}")
+    return out
+
+
+def _check_lambda(lam: object) -> float:
+    return _check_nonnegative(lam, "ridge lambda")
 
 
 def _check_noise_sd(noise_sd: object) -> float:
-    try:
-        value = float(noise_sd)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"noise_sd must be a finite number >= 0, got {noise_sd!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"noise_sd must be a finite number >= 0, got {noise_sd!r}")
-    return value
+    return _check_nonnegative(noise_sd, "noise_sd")
 
 
 def _as_matrix(a: ArrayLike, name: str) -> FArray:
