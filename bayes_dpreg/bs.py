@@ -40,7 +40,7 @@ from jax import Array
 
 from .bs_moments import ss_moments, ss_vector
 from .closed_form import nig_posterior
-from .kernels import Settings, _PureKernel
+from .kernels import Settings, _PureKernel, pooled_covariance
 from .linalg import nearest_psd_and_min_eig, symmetrize
 from .prior import ResolvedPrior
 
@@ -95,10 +95,11 @@ def _clt_prior_draw(key: Array, theta: Array, sigma2: Array, Sigma_x: Array, n: 
     ``Omega = [[Sigma_x, c], [c^T, s2]]``, and ``L Z L^T`` (``Omega = L L^T``, ``Z`` symmetric with
     ``Cov(Z_ij, Z_kl) = d_ik d_jl + d_il d_jk``) has exactly ``Cov(w w^T)``. Cost ``O(J d^3)``."""
     d = theta.shape[-1]
-    c = Sigma_x @ theta
-    s2 = theta @ c + sigma2
-    Omega = jnp.block([[Sigma_x, c[:, None]], [c[None, :], s2[None, None]]])
-    L = jnp.linalg.cholesky(Omega)
+    Lx = jnp.linalg.cholesky(Sigma_x)
+    # chol(Omega) in closed form (y = theta^T x + sigma e): no factorisation of Omega, whose last
+    # pivot sigma^2 is lost to rounding when theta^T Sigma_x theta >> sigma^2
+    L = jnp.block([[Lx, jnp.zeros((d, 1), Lx.dtype)], [(theta @ Lx)[None, :], jnp.sqrt(sigma2)[None, None]]])
+    Omega = L @ L.T
     J = n.shape[0]
     A = jax.random.normal(key, (J, d + 1, d + 1), Omega.dtype)
     Z = (A + jnp.swapaxes(A, -1, -2)) / jnp.sqrt(2.0)  # off-diagonal var 1, diagonal var 2
@@ -139,10 +140,17 @@ def _conditional_draws(key: Array, ss: Array, data: BSData, pr: ResolvedPrior) -
 
 
 def bs_init(rng_key: Array, data: BSData, pr: ResolvedPrior, settings: Settings = Settings()) -> BSState:
-    """Start from the released statistics themselves (``ss = ss~``), then steps 2-3."""
+    """Steps 2-3 given ``ss = [upper(n_j Sigma^), z~_j, u~_j]``, ``Sigma^`` the pooled positive
+    definite estimate of :func:`~bayes_dpreg.kernels.pooled_covariance` (as MCMC-normalX starts).
+    Starting from ``S~_j`` itself fails when it is near singular: ``theta``'s conditional mean
+    ``(sum S_j + Lambda0)^{-1} sum z~_j`` then runs to 1e5 and the next CLT draw is NaN
+    (d = 5, J = 1, eps = 0.1)."""
     del settings
     key, k0 = jax.random.split(rng_key)
-    z, projected, floored = _conditional_draws(k0, data.ss_tilde, data, pr)
+    d = pr.m.shape[-1]
+    S_tilde, z_tilde, u_tilde = unpack_ss(data.ss_tilde, d)
+    S0 = data.n[:, None, None] * pooled_covariance(S_tilde.sum(0), data.n.sum(), jnp.max(data.sigma))
+    z, projected, floored = _conditional_draws(k0, ss_vector(S0, z_tilde, u_tilde), data, pr)
     return BSState(z, projected, floored.astype(jnp.int32), jnp.zeros((), jnp.int32), key)
 
 

@@ -151,6 +151,12 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         if args.figure != "coverage":
             raise ValueError("--prior applies to the coverage study only")
         kw["prior"] = args.prior
+    if args.workers != 1:
+        if args.figure not in ("fig2", "fig4", "table1"):
+            raise ValueError("--workers applies to fig2, fig4 and table1 (fig3 times one process; coverage runs in one)")
+        if args.workers < 1:
+            raise ValueError(f"--workers must be >= 1, got {args.workers}")
+        kw["workers"] = args.workers
     if args.figure == "table1":
         kw["calibrations"] = tuple(cals)
         kw["data_dir"] = args.data_dir
@@ -208,6 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="coverage only: 'matched' (default; the simulation's model holds) or the paper's prior")
     x.add_argument("--methods", nargs="+", default=None,
                    choices=["normalx", "fixeds", "fast", "bs", "adassp", "naive"], help="subset of the methods")
+    x.add_argument("--workers", type=int, default=1,
+                   help="fig2/fig4/table1: processes that share the cells (one per core; results do not depend on it)")
     x.add_argument("--seed", type=int, default=0)
     x.set_defaults(func=cmd_reproduce)
 

@@ -18,10 +18,12 @@ private) noise; ``"auto"`` is the correct analytic calibration. As in the paper,
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import csv
 import functools
 import math
+import multiprocessing
 import time
 import warnings
 from pathlib import Path
@@ -371,6 +373,34 @@ def simulated_cell(*, d: int, J: int, epsilon: float, reps: int, n: int = 100_00
     return rows, mrows
 
 
+def _run_cells(fn: Callable[..., Any], cells: Sequence[dict[str, Any]], workers: int,
+               done: Callable[[dict[str, Any], Any, float], None]) -> list[Any]:
+    """``fn(**cell)`` for every cell, in ``workers`` processes when ``workers > 1`` (spawned: JAX
+    must not be forked). Cells are submitted in the given order, so put the longest first.
+    ``done(cell, result, seconds)`` is called as each finishes (in completion order); the results
+    come back in the order of ``cells``."""
+    results: list[Any] = [None] * len(cells)
+    if workers <= 1:
+        for i, c in enumerate(cells):
+            t = time.perf_counter()
+            results[i] = fn(**c)
+            done(c, results[i], time.perf_counter() - t)
+        return results
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        started = {pool.submit(_timed_call, fn, c): i for i, c in enumerate(cells)}
+        for f in concurrent.futures.as_completed(started):
+            i = started[f]
+            results[i], seconds = f.result()
+            done(cells[i], results[i], seconds)
+    return results
+
+
+def _timed_call(fn: Callable[..., Any], cell: dict[str, Any]) -> tuple[Any, float]:
+    t = time.perf_counter()
+    return fn(**cell), time.perf_counter() - t
+
+
 def _aggregate(rows: list[dict[str, Any]], keys: Sequence[str], value: str) -> list[dict[str, Any]]:
     groups: dict[tuple, list[float]] = {}
     for r in rows:
@@ -411,23 +441,25 @@ def _plot_grid(summary: list[dict[str, Any]], value: str, ylabel: str, path: Pat
 def fig2(out_dir: str | Path, *, reps: int = 50, num_iterations: int = 10_000, calibration: str = "auto",
          d_values: Sequence[int] = (2, 5), J_values: Sequence[int] = (1, 5, 10),
          eps_values: Sequence[float] = PAPER_EPS, n: int = 100_000, seed: int = 0,
-         methods: Sequence[str] = METHODS, mmd: bool = True, command: str = "", log: Callable = print) -> Path:
-    """Fig. 2 (and Fig. 4 for d = 2 when ``mmd``): CSVs of every replication, summaries, PNGs."""
+         methods: Sequence[str] = METHODS, mmd: bool = True, workers: int = 1, command: str = "",
+         log: Callable = print) -> Path:
+    """Fig. 2 (and Fig. 4 for d = 2 when ``mmd``): CSVs of every replication, summaries, PNGs.
+    ``workers`` processes share the cells (largest d and J first)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    rows, mrows = [], []
+    cells = [dict(d=d, J=J, epsilon=eps, reps=reps, n=n, num_iterations=num_iterations, calibration=calibration,
+                  methods=tuple(methods), seed=seed, mmd=mmd and d == 2)
+             for d in sorted(d_values, reverse=True) for J in sorted(J_values, reverse=True) for eps in eps_values]
+
+    def done(c: dict[str, Any], res: Any, seconds: float) -> None:
+        per = {k["method"]: k["cell_seconds"] for k in res[0] if k["rep"] == 0}
+        log(f"d={c['d']} J={c['J']} eps={c['epsilon']}: {seconds:.0f} s ("
+            + ", ".join(f"{k} {v:.0f} s" for k, v in per.items() if v) + ")")
+
     t0 = time.perf_counter()
-    for d in d_values:
-        for J in J_values:
-            for eps in eps_values:
-                t = time.perf_counter()
-                r, m = simulated_cell(d=d, J=J, epsilon=eps, reps=reps, n=n, num_iterations=num_iterations,
-                                      calibration=calibration, methods=methods, seed=seed, mmd=mmd and d == 2)
-                rows += r
-                mrows += m
-                per = {k["method"]: k["cell_seconds"] for k in r if k["rep"] == 0}
-                log(f"d={d} J={J} eps={eps}: {time.perf_counter() - t:.0f} s ("
-                    + ", ".join(f"{k} {v:.0f} s" for k, v in per.items() if v) + ")")
+    results = _run_cells(simulated_cell, cells, workers, done)
+    rows = [r for res in results for r in res[0]]
+    mrows = [r for res in results for r in res[1]]
     wall = time.perf_counter() - t0
     write_csv(out / "fig2_replications.csv", rows)
     summary = _aggregate(rows, ("d", "J", "epsilon", "method"), "mse")
@@ -445,8 +477,8 @@ def fig2(out_dir: str | Path, *, reps: int = 50, num_iterations: int = 10_000, c
         write_csv(out / "fig4_summary.csv", ms)
         _plot_grid(ms, "mmd2", "MMD^2", out / "fig4_mmd.png")
         extra = "Fig. 4 (MMD^2, d = 2) comes from the same runs (fig4_*.csv).\n"
-    _write_run(out, f"Fig. 2 ({calibration} calibration, {reps} replications, {num_iterations} iterations)",
-               command, wall, extra)
+    _write_run(out, f"Fig. 2 ({calibration} calibration, {reps} replications, {num_iterations} iterations, "
+                    f"{workers} worker process{'es' if workers > 1 else ''})", command, wall, extra)
     return out
 
 
@@ -480,32 +512,51 @@ def real_replicates(name: str, J: int, *, reps: int, calibration: str, seed: int
     return out, ds
 
 
+def table1_cell(name: str, J: int, calibration: str, *, reps: int, num_iterations: int, methods: Sequence[str],
+                seed: int, data_dir: str | Path | None) -> list[dict[str, Any]]:
+    """One (data set, J, calibration) cell of Table 1: test MSE per method and replication."""
+    rr, ds = real_replicates(name, J, reps=reps, calibration=calibration, seed=seed, data_dir=data_dir)
+    res = run_methods(rr, methods, num_iterations=num_iterations, seed=seed)
+    rows = []
+    for m, o in res.items():
+        mse = ((o.mean @ ds.X_test.T - ds.y_test) ** 2).mean(-1)
+        rows += [dict(dataset=name, J=J, calibration=calibration, method=m, rep=i, test_mse=float(mse[i]))
+                 for i in range(reps)]
+    return rows
+
+
 def table1(out_dir: str | Path, *, reps: int = 50, num_iterations: int = 10_000,
            calibrations: Sequence[str] = ("as_published", "auto"), datasets: Sequence[str] = tuple(DATASET_FILES),
            J_values: Sequence[int] = (1, 5, 10), methods: Sequence[str] = METHODS, seed: int = 0,
-           data_dir: str | Path | None = None, command: str = "", log: Callable = print) -> Path:
+           data_dir: str | Path | None = None, workers: int = 1, command: str = "", log: Callable = print) -> Path:
     """Table 1 (eps = 1): mean test MSE of the posterior-mean prediction over ``reps`` noise draws,
     with a 90% interval for the mean (as the paper's Table 2), for each calibration; the paper's
-    values beside ours in ``table1.md``."""
+    values beside ours in ``table1.md``, rewritten after every cell. ``workers`` processes share
+    the cells (largest J first)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    rows = []
+    cells = [dict(name=name, J=J, calibration=cal, reps=reps, num_iterations=num_iterations, methods=tuple(methods),
+                  seed=seed, data_dir=data_dir)
+             for J in sorted(J_values, reverse=True) for name in datasets for cal in calibrations]
+    rows: list[dict[str, Any]] = []
+
+    def done(c: dict[str, Any], res: list[dict[str, Any]], seconds: float) -> None:
+        rows.extend(res)
+        log(f"{c['name']} J={c['J']} {c['calibration']}: {seconds:.0f} s")
+        _write_table1(out, _table1_order(rows, datasets), calibrations, methods)
+
     t0 = time.perf_counter()
-    for name in datasets:
-        for J in J_values:
-            for cal in calibrations:
-                t = time.perf_counter()
-                rr, ds = real_replicates(name, J, reps=reps, calibration=cal, seed=seed, data_dir=data_dir)
-                res = run_methods(rr, methods, num_iterations=num_iterations, seed=seed)
-                for m, o in res.items():
-                    mse = ((o.mean @ ds.X_test.T - ds.y_test) ** 2).mean(-1)
-                    rows += [dict(dataset=name, J=J, calibration=cal, method=m, rep=i, test_mse=float(mse[i]))
-                             for i in range(reps)]
-                log(f"{name} J={J} {cal}: {time.perf_counter() - t:.0f} s")
-                _write_table1(out, rows, calibrations, methods)  # results so far, after every cell
+    _run_cells(table1_cell, cells, workers, done)
     wall = time.perf_counter() - t0
-    _write_run(out, f"Table 1 ({reps} replications, {num_iterations} iterations)", command, wall)
+    _write_run(out, f"Table 1 ({reps} replications, {num_iterations} iterations, {workers} worker "
+                    f"process{'es' if workers > 1 else ''})", command, wall)
     return out
+
+
+def _table1_order(rows: list[dict[str, Any]], datasets: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows by data set (as given), J, calibration and method, whatever order the cells finished in."""
+    return sorted(rows, key=lambda r: (list(datasets).index(r["dataset"]), r["J"], r["calibration"],
+                                       METHODS.index(r["method"]) if r["method"] in METHODS else 99, r["rep"]))
 
 
 def _write_table1(out: Path, rows: list[dict[str, Any]], calibrations: Sequence[str],

@@ -93,6 +93,7 @@ __all__ = [
     "FixedS",
     "normalx_hmc",
     "initial_S",
+    "pooled_covariance",
 ]
 
 
@@ -238,12 +239,17 @@ def initial_S(data: ModelData) -> Array:
     J = 5, eps = 1: -4.9e5 against -1.5e3 at the truth) and the chain spends its
     warm-up climbing.
     Pooling the parties averages the noise and respects the Wishart prior."""
-    d = data.z_tilde.shape[-1]
-    n = data.n.sum()
-    pooled = nearest_psd(data.S_tilde.sum(0)) / n
-    ridge = 1e-3 * jnp.trace(pooled) / d + jnp.max(data.sigma_S) / n
-    Sigma_hat = pooled + ridge * jnp.eye(d, dtype=pooled.dtype)
-    return data.n[:, None, None] * Sigma_hat
+    return data.n[:, None, None] * pooled_covariance(data.S_tilde.sum(0), data.n.sum(), jnp.max(data.sigma_S))
+
+
+def pooled_covariance(scatter: Array, dof: Array, noise_sd: Array) -> Array:
+    """A positive definite covariance from a noisy pooled scatter matrix (for starting values):
+    ``nearestPSD(scatter)/dof + (1e-3 tr/d + noise_sd/dof) I``, the ridge a small fraction of the
+    scale plus the noise's own size."""
+    d = scatter.shape[-1]
+    pooled = nearest_psd(scatter) / dof
+    ridge = 1e-3 * jnp.trace(pooled) / d + noise_sd / dof
+    return pooled + ridge * jnp.eye(d, dtype=pooled.dtype)
 
 
 def _collapsed(terms_U: Array, terms_u: Array, terms_c: Array, pr: ResolvedPrior, num_obs: int) -> Array:
@@ -610,10 +616,7 @@ def intercept_init(data: ModelData) -> dict:
     d = data.z_tilde.shape[-1] - 1
     b = data.S_tilde[:, 0, 1:] / n[:, None]
     centred = data.S_tilde[:, 1:, 1:] - n[:, None, None] * b[:, :, None] * b[:, None, :]
-    dof = (n - 1.0).sum()
-    pooled = nearest_psd(centred.sum(0)) / dof
-    ridge = 1e-3 * jnp.trace(pooled) / d + jnp.max(data.sigma_S) / dof
-    Sigma_hat = pooled + ridge * jnp.eye(d, dtype=pooled.dtype)
+    Sigma_hat = pooled_covariance(centred.sum(0), (n - 1.0).sum(), jnp.max(data.sigma_S))
     return {"b": b, "Sx": (n - 1.0)[:, None, None] * Sigma_hat, "Sigma_x": Sigma_hat,
             "mu_x": (n[:, None] * b).sum(0) / n.sum(), "sigma2": data.y_bound / 3.0,
             "theta": jnp.zeros(d + 1, b.dtype)}

@@ -83,3 +83,21 @@ def test_fig3_times_each_method(tmp_path):
     rows = list(csv.DictReader(open(tmp_path / "fig3_times.csv")))
     assert [int(r["d"]) for r in rows] == [1, 2] and all(float(r["seconds_per_iteration"]) > 0 for r in rows)
     assert (tmp_path / "fig3_time_per_iteration.png").exists()
+
+
+def test_fig2_workers_give_the_same_results_as_one_process(tmp_path):
+    kw = dict(reps=2, num_iterations=100, d_values=(2,), J_values=(1, 2), eps_values=(1.0, 10.0), n=2000,
+              methods=("fixeds", "fast"), mmd=False, log=lambda *_: None)
+    ex.fig2(tmp_path / "one", **kw)
+    ex.fig2(tmp_path / "two", workers=2, **kw)
+    one, two = (sorted(map(tuple, (r.values() for r in csv.DictReader(open(tmp_path / k / "fig2_replications.csv")))))
+                for k in ("one", "two"))
+    drop = list(csv.DictReader(open(tmp_path / "one" / "fig2_replications.csv")))[0].keys()
+    col = list(drop).index("cell_seconds")
+    assert [r[:col] + r[col + 1:] for r in one] == [r[:col] + r[col + 1:] for r in two]
+    assert "2 worker processes" in (tmp_path / "two" / "run.md").read_text()
+
+
+def test_reproduce_cli_rejects_workers_for_fig3(tmp_path, capsys):
+    assert main(["reproduce", "fig3", "--workers", "2", "--out", str(tmp_path)]) == 2
+    assert "--workers" in capsys.readouterr().err
