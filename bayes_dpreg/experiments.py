@@ -47,7 +47,7 @@ from .release import NoisyStats, release, release_adassp, release_bs, stack_stat
 
 __all__ = [
     "PAPER_EPS", "PAPER_TABLE1", "METHODS", "paper_prior", "Replicate", "make_replicates",
-    "run_methods", "fig2", "table1", "fig3", "fig4", "coverage", "write_csv",
+    "run_methods", "fig2", "summarise_fig2", "table1", "fig3", "fig4", "coverage", "write_csv",
 ]
 
 PAPER_EPS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
@@ -409,7 +409,7 @@ def _aggregate(rows: list[dict[str, Any]], keys: Sequence[str], value: str) -> l
     for g, vals in groups.items():
         m, se, lo, hi = _summary(np.asarray(vals))
         out.append(dict(zip(keys, g), **{value: m, f"{value}_se": se, f"{value}_lo90": lo, f"{value}_hi90": hi,
-                                         "reps": len(vals)}))
+                                         f"{value}_median": float(np.median(vals)), "reps": len(vals)}))
     return out
 
 
@@ -462,24 +462,47 @@ def fig2(out_dir: str | Path, *, reps: int = 50, num_iterations: int = 10_000, c
     mrows = [r for res in results for r in res[1]]
     wall = time.perf_counter() - t0
     write_csv(out / "fig2_replications.csv", rows)
-    summary = _aggregate(rows, ("d", "J", "epsilon", "method"), "mse")
-    pred = {(s["d"], s["J"], s["epsilon"], s["method"]): s for s in _aggregate(rows, ("d", "J", "epsilon", "method"), "pred")}
-    for s in summary:
-        p = pred[(s["d"], s["J"], s["epsilon"], s["method"])]
-        s.update(pred=p["pred"], pred_se=p["pred_se"])
-    write_csv(out / "fig2_summary.csv", summary)
-    _plot_grid(summary, "mse", "MSE of E[theta]", out / "fig2_mse.png")
-    _plot_grid(summary, "pred", "prediction error", out / "fig2_prediction.png")
-    extra = ""
     if mrows:
         write_csv(out / "fig4_replications.csv", mrows)
-        ms = _aggregate(mrows, ("d", "J", "epsilon", "method"), "mmd2")
-        write_csv(out / "fig4_summary.csv", ms)
-        _plot_grid(ms, "mmd2", "MMD^2", out / "fig4_mmd.png")
-        extra = "Fig. 4 (MMD^2, d = 2) comes from the same runs (fig4_*.csv).\n"
+    summarise_fig2(out)
+    extra = "Fig. 4 (MMD^2, d = 2) comes from the same runs (fig4_*.csv).\n" if mrows else ""
     _write_run(out, f"Fig. 2 ({calibration} calibration, {reps} replications, {num_iterations} iterations, "
                     f"{workers} worker process{'es' if workers > 1 else ''})", command, wall, extra)
     return out
+
+
+def summarise_fig2(out_dir: str | Path) -> Path:
+    """Summaries and figures of :func:`fig2` from its replication CSVs (``fig2_replications.csv``,
+    and ``fig4_replications.csv`` if present): mean (as the paper) and median over replications.
+    The means are dominated by the few replications whose ``Sigma_x ~ IW(Lambda, d + 1)`` is
+    nearly singular, hence the median figures."""
+    out = Path(out_dir)
+    keys = ("d", "J", "epsilon", "method")
+    rows = _read_rows(out / "fig2_replications.csv", {"d": int, "J": int, "epsilon": float, "rep": int,
+                                                      "mse": float, "pred": float})
+    summary = _aggregate(rows, keys, "mse")
+    pred = {tuple(s[k] for k in keys): s for s in _aggregate(rows, keys, "pred")}
+    for s in summary:
+        p = pred[tuple(s[k] for k in keys)]
+        s.update(pred=p["pred"], pred_se=p["pred_se"], pred_median=p["pred_median"])
+    write_csv(out / "fig2_summary.csv", summary)
+    _plot_grid(summary, "mse", "mean MSE of E[theta]", out / "fig2_mse.png")
+    _plot_grid(summary, "mse_median", "median MSE of E[theta]", out / "fig2_mse_median.png")
+    _plot_grid(summary, "pred", "mean prediction error", out / "fig2_prediction.png")
+    _plot_grid(summary, "pred_median", "median prediction error", out / "fig2_prediction_median.png")
+    if (out / "fig4_replications.csv").exists():
+        mrows = _read_rows(out / "fig4_replications.csv", {"d": int, "J": int, "epsilon": float, "rep": int,
+                                                           "mmd2": float})
+        ms = _aggregate(mrows, keys, "mmd2")
+        write_csv(out / "fig4_summary.csv", ms)
+        _plot_grid(ms, "mmd2", "mean MMD^2", out / "fig4_mmd.png")
+        _plot_grid(ms, "mmd2_median", "median MMD^2", out / "fig4_mmd_median.png")
+    return out
+
+
+def _read_rows(path: Path, types: dict[str, Callable[[str], Any]]) -> list[dict[str, Any]]:
+    with open(path, newline="") as f:
+        return [{k: types.get(k, str)(v) for k, v in r.items()} for r in csv.DictReader(f)]
 
 
 def fig4(out_dir: str | Path, **kw: Any) -> Path:
