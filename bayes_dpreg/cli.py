@@ -148,8 +148,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             raise ValueError("--methods does not apply to fig3")
         kw["methods"] = tuple(args.methods)
     if args.prior is not None:
-        if args.figure != "coverage":
-            raise ValueError("--prior applies to the coverage study only")
+        if args.figure not in ("coverage", "fig2", "fig4"):
+            raise ValueError("--prior applies to fig2, fig4 and the coverage study")
         kw["prior"] = args.prior
     if args.workers != 1:
         if args.figure not in ("fig2", "fig4", "table1"):
@@ -211,7 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "table1 takes both (default: as_published auto)")
     x.add_argument("--data-dir", default=None, help="directory of the real data sets (default ../shared/data)")
     x.add_argument("--prior", default=None, choices=["matched", "paper"],
-                   help="coverage only: 'matched' (default; the simulation's model holds) or the paper's prior")
+                   help="fig2/fig4 (default 'paper') and coverage (default 'matched', under which the "
+                        "simulation's model holds)")
     x.add_argument("--methods", nargs="+", default=None,
                    choices=["normalx", "fixeds", "fast", "bs", "adassp", "naive"], help="subset of the methods")
     x.add_argument("--workers", type=int, default=1,

@@ -120,6 +120,9 @@ def matched_prior(d: int, Lambda: np.ndarray | None = None) -> Prior:
     return Prior(m=0.0, C=1.0, a=2.0, b=1.0, Lambda=1.0 if Lambda is None else Lambda, kappa=d + 1.0)
 
 
+PRIORS: dict[str, Callable[[int, np.ndarray | None], Prior]] = {"paper": paper_prior, "matched": matched_prior}
+
+
 def make_replicates(*, n: int, d: int, J: int, epsilon: float, reps: int, seed: int,
                     calibration: str = "auto", delta: float | None = None,
                     prior: Callable[[int, np.ndarray], Prior] = paper_prior) -> list[Replicate]:
@@ -348,10 +351,12 @@ def _mmd_rows(o: dict[str, MethodOutput], reps: Sequence[Replicate], key: jax.Ar
 
 def simulated_cell(*, d: int, J: int, epsilon: float, reps: int, n: int = 100_000, num_iterations: int = 10_000,
                    thin: int = 50, calibration: str = "auto", methods: Sequence[str] = METHODS, seed: int = 0,
-                   mmd: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """One (d, J, eps) cell of Fig. 2 (and Fig. 4 with ``mmd``): per-replication metric rows."""
+                   mmd: bool = False, prior: str = "paper") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One (d, J, eps) cell of Fig. 2 (and Fig. 4 with ``mmd``): per-replication metric rows.
+    ``prior``: a name in :data:`PRIORS`."""
     with _quiet_releases():
-        rr = make_replicates(n=n, d=d, J=J, epsilon=epsilon, reps=reps, seed=seed, calibration=calibration)
+        rr = make_replicates(n=n, d=d, J=J, epsilon=epsilon, reps=reps, seed=seed, calibration=calibration,
+                             prior=PRIORS[prior])
     out, seconds = {}, {}
     for i, m in enumerate(methods):
         t = time.perf_counter()
@@ -441,14 +446,15 @@ def _plot_grid(summary: list[dict[str, Any]], value: str, ylabel: str, path: Pat
 def fig2(out_dir: str | Path, *, reps: int = 50, num_iterations: int = 10_000, calibration: str = "auto",
          d_values: Sequence[int] = (2, 5), J_values: Sequence[int] = (1, 5, 10),
          eps_values: Sequence[float] = PAPER_EPS, n: int = 100_000, seed: int = 0,
-         methods: Sequence[str] = METHODS, mmd: bool = True, workers: int = 1, command: str = "",
-         log: Callable = print) -> Path:
+         methods: Sequence[str] = METHODS, mmd: bool = True, workers: int = 1, prior: str = "paper",
+         command: str = "", log: Callable = print) -> Path:
     """Fig. 2 (and Fig. 4 for d = 2 when ``mmd``): CSVs of every replication, summaries, PNGs.
-    ``workers`` processes share the cells (largest d and J first)."""
+    ``workers`` processes share the cells (largest d and J first). ``prior="matched"`` replaces
+    the paper's prior by :func:`matched_prior`, under which the simulation's model holds."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     cells = [dict(d=d, J=J, epsilon=eps, reps=reps, n=n, num_iterations=num_iterations, calibration=calibration,
-                  methods=tuple(methods), seed=seed, mmd=mmd and d == 2)
+                  methods=tuple(methods), seed=seed, mmd=mmd and d == 2, prior=prior)
              for d in sorted(d_values, reverse=True) for J in sorted(J_values, reverse=True) for eps in eps_values]
 
     def done(c: dict[str, Any], res: Any, seconds: float) -> None:
@@ -466,7 +472,7 @@ def fig2(out_dir: str | Path, *, reps: int = 50, num_iterations: int = 10_000, c
         write_csv(out / "fig4_replications.csv", mrows)
     summarise_fig2(out)
     extra = "Fig. 4 (MMD^2, d = 2) comes from the same runs (fig4_*.csv).\n" if mrows else ""
-    _write_run(out, f"Fig. 2 ({calibration} calibration, {reps} replications, {num_iterations} iterations, "
+    _write_run(out, f"Fig. 2 ({calibration} calibration, {prior} prior, {reps} replications, {num_iterations} iterations, "
                     f"{workers} worker process{'es' if workers > 1 else ''})", command, wall, extra)
     return out
 
@@ -681,7 +687,7 @@ def coverage(out_dir: str | Path, *, reps: int = 200, num_iterations: int = 4000
     ``prior="matched"`` (:func:`matched_prior`) makes normalX's model hold; ``"paper"`` uses the
     paper's prior (:func:`paper_prior`), whose ``sigma^2`` prior contradicts ``sigma_y = 1``.
     ``naive`` treats ``nearestPSD(S~)``, ``z~`` as exact."""
-    prior_fn = {"matched": matched_prior, "paper": paper_prior}[prior]
+    prior_fn = PRIORS[prior]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = []

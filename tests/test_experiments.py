@@ -101,3 +101,14 @@ def test_fig2_workers_give_the_same_results_as_one_process(tmp_path):
 def test_reproduce_cli_rejects_workers_for_fig3(tmp_path, capsys):
     assert main(["reproduce", "fig3", "--workers", "2", "--out", str(tmp_path)]) == 2
     assert "--workers" in capsys.readouterr().err
+
+
+def test_fig2_with_the_matched_prior_uses_it(tmp_path, monkeypatch):
+    seen = []
+    real = ex.make_replicates
+    monkeypatch.setattr(ex, "make_replicates", lambda **kw: seen.append(kw["prior"]) or real(**kw))
+    ex.fig2(tmp_path, reps=2, num_iterations=100, d_values=(2,), J_values=(1,), eps_values=(1.0,), n=2000,
+            methods=("fast",), mmd=False, prior="matched", log=lambda *_: None)
+    assert seen == [ex.matched_prior]
+    assert "matched prior" in (tmp_path / "run.md").read_text()
+    assert main(["reproduce", "fig3", "--prior", "matched", "--out", str(tmp_path)]) == 2
