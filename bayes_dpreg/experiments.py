@@ -620,12 +620,10 @@ def fig3(out_dir: str | Path, *, d_values: Sequence[int] = (1, 2, 3, 4, 5, 6, 8,
     """Fig. 3: seconds per iteration of one chain versus d (J parties of n/J rows, eps = 1).
 
     The kernels run ``num_iterations`` twice through the same compiled function and the second
-    run is timed. ``normalx-hmc`` (NUTS within Gibbs, through :func:`bayes_dpreg.fit`) is timed
-    as the difference between ``hmc_iterations`` and twice as many draws after the same warm-up,
-    for ``d <= hmc_max_d`` (beyond, one NUTS iteration over the ``J d (d+1)/2`` entries of the
-    ``S_j`` with a dense mass matrix takes seconds)."""
-    from .inference import fit
-
+    run is timed. ``normalx-hmc`` (NUTS within Gibbs) is timed over ``hmc_iterations`` draws
+    after as many warm-up iterations (:func:`_hmc_seconds_per_iteration`), for ``d <= hmc_max_d``
+    (beyond, one NUTS iteration over the ``J d (d+1)/2`` entries of the ``S_j`` with a dense mass
+    matrix takes seconds)."""
     del reps
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -638,11 +636,7 @@ def fig3(out_dir: str | Path, *, d_values: Sequence[int] = (1, 2, 3, 4, 5, 6, 8,
             if m == "normalx-hmc":
                 if d > hmc_max_d:
                     continue
-                run = lambda k: fit(rr[0].ssp, m, rr[0].prior, num_samples=k, num_warmup=hmc_iterations,
-                                    num_chains=1, seed=seed)
-                t1 = _timed(run, hmc_iterations)
-                t2 = _timed(run, 2 * hmc_iterations)
-                per = (t2 - t1) / hmc_iterations
+                per = _hmc_seconds_per_iteration(rr[0], hmc_iterations, seed)
             else:
                 per = _timed(lambda k: run_methods(rr, [m], num_iterations=k, thin=1, seed=seed),
                              num_iterations) / num_iterations
@@ -653,6 +647,25 @@ def fig3(out_dir: str | Path, *, d_values: Sequence[int] = (1, 2, 3, 4, 5, 6, 8,
     _plot_fig3(rows, out / "fig3_time_per_iteration.png")
     _write_run(out, f"Fig. 3 (time per iteration, J = {J}, n = {n}, one chain)", command, wall)
     return out
+
+
+def _hmc_seconds_per_iteration(rep: Replicate, k: int, seed: int) -> float:
+    """Seconds per iteration of one ``normalx-hmc`` chain (NUTS within Gibbs): ``k`` warm-up and
+    ``k`` more iterations of the kernel in one jitted loop, run twice and the second run timed
+    (as ``benchmarks/bench_samplers.py``)."""
+    data = model_data(stack_stats(rep.ssp))
+    pr = rep.prior.resolve(data.z_tilde.shape[-1])
+    kern = kernels.normalx_hmc(data, pr)
+
+    def run(key: jax.Array) -> Any:
+        state = kern.init(key, k, None, (data, pr), {})
+        return lax.fori_loop(0, 2 * k, lambda i, st: kern.sample(st, (data, pr), {}), state).z
+
+    f = jax.jit(run)
+    jax.block_until_ready(f(jax.random.key(seed)))
+    t = time.perf_counter()
+    jax.block_until_ready(f(jax.random.key(seed + 1)))
+    return (time.perf_counter() - t) / (2 * k)
 
 
 def _timed(fn: Callable[[int], Any], k: int) -> float:
