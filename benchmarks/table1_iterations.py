@@ -28,7 +28,7 @@ def main() -> None:
     warnings.simplefilter("ignore")
     rr, ds = ex.real_replicates(a.dataset, a.J, reps=a.reps, calibration=a.calibration, seed=0,
                                 data_dir=a.data_dir)
-    print(f"| data set | J | method | iterations | chain seed | mean test MSE | replications 0-4 | seconds |")
+    print("| data set | J | method | iterations | chain seed | mean test MSE | replications 0-4 | seconds |")
     print("|---|---|---|---|---|---|---|---|")
     for it in (2000, 10_000):
         for seed in (0, 1):
