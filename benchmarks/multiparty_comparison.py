@@ -47,6 +47,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from _machine import cpu_model
 
 import bayes_dpreg as bd
 from bayes_dpreg.multiparty import synthetic as SL
@@ -158,17 +159,6 @@ def one_rep(ds: bd.Dataset, parties: list, bins: SL.Bins, cols: list, e: int, ep
     return out
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _fmt(a: np.ndarray) -> str:
     if np.all(np.isnan(a)):
         return "n/a"
@@ -255,7 +245,7 @@ def main() -> None:
     tab = table(res, ols)
     print(tab)
     cmd = "nice -n 19 env OMP_NUM_THREADS=1 python benchmarks/multiparty_comparison.py " + " ".join(sys.argv[1:])
-    machine = (f"{_cpu_model()}, {os.cpu_count()} CPUs (shared with another long job, run at nice 19), "
+    machine = (f"{cpu_model()}, {os.cpu_count()} CPUs (shared with another long job, run at nice 19), "
                f"Python {platform.python_version()}, NumPy {np.__version__}, "
                f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
     setup = (

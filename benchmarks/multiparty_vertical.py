@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _machine import cpu_model
 
 from bayes_dpreg.multiparty import vertical as V
 
@@ -122,17 +123,6 @@ def dgm_table(results: dict, cal: str) -> str:
     return "\n".join(lines)
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 NOTES = (
     "Reading the table: where the noise swamps the signal, BGM and RMGM shrink w towards 0 and "
     "their loss approaches the `zero` column; the paper's BGM/RMGM values sit at the same level for "
@@ -161,7 +151,7 @@ def main() -> None:
         stats[name] = f"n = {n_train}, d = {data.D.shape[1] - 1}, m = {M_PARTIES}, {reps[name]} reps"
     wall = time.perf_counter() - t0
     cmd = "OMP_NUM_THREADS=1 python benchmarks/multiparty_vertical.py " + " ".join(sys.argv[1:])
-    machine = (f"{_cpu_model()}, {os.cpu_count()} CPUs (shared with other jobs), "
+    machine = (f"{cpu_model()}, {os.cpu_count()} CPUs (shared with other jobs), "
                f"Python {platform.python_version()}, NumPy {np.__version__}, OMP_NUM_THREADS="
                f"{os.environ.get('OMP_NUM_THREADS', 'unset')}")
     md = "\n\n".join([
