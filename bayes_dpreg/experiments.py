@@ -47,7 +47,7 @@ from .release import NoisyStats, release, release_adassp, release_bs, stack_stat
 
 __all__ = [
     "PAPER_EPS", "PAPER_TABLE1", "METHODS", "paper_prior", "Replicate", "make_replicates",
-    "run_methods", "fig2", "summarise_fig2", "table1", "fig3", "fig4", "coverage", "write_csv",
+    "run_methods", "data_replicates", "fig2", "summarise_fig2", "table1", "fig3", "fig4", "coverage", "write_csv",
 ]
 
 PAPER_EPS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
@@ -387,9 +387,8 @@ def _run_cells(fn: Callable[..., Any], cells: Sequence[dict[str, Any]], workers:
     results: list[Any] = [None] * len(cells)
     if workers <= 1:
         for i, c in enumerate(cells):
-            t = time.perf_counter()
-            results[i] = fn(**c)
-            done(c, results[i], time.perf_counter() - t)
+            results[i], seconds = _timed_call(fn, c)
+            done(c, results[i], seconds)
         return results
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
@@ -528,17 +527,27 @@ def real_replicates(name: str, J: int, *, reps: int, calibration: str, seed: int
     consecutive blocks of the training rows, ``delta = 1/n``; each replication redraws the noise."""
     path = Path(data_dir or _default_data_dir()) / DATASET_FILES[name]
     ds = load_dataset(path, na_values=DATASET_NA.get(name, ()), name=name)
-    parts = split_parties(ds.X_train, ds.y_train, J)
-    n, d = ds.X_train.shape
-    bounds = _bounds(ds.X_train, ds.y_train)
-    exact = (ds.X_train.T @ ds.X_train, ds.X_train.T @ ds.y_train, float(ds.y_train @ ds.y_train), n)
+    stream = 1000 + list(DATASET_FILES).index(name)
+    return data_replicates(ds.X_train, ds.y_train, J, reps=reps, calibration=calibration, seed=seed,
+                           stream=stream, epsilon=epsilon), ds
+
+
+def data_replicates(X: np.ndarray, y: np.ndarray, J: int, *, reps: int, calibration: str, seed: int, stream: int,
+                    epsilon: float = 1.0) -> list[Replicate]:
+    """Replications of the releases of fixed data ``(X, y)`` split into ``J`` consecutive parties:
+    the paper's bounds (data maxima), ``delta = 1/n`` and prior; replication ``r`` draws its noise
+    from ``SeedSequence(seed, spawn_key=(stream, J, r))``."""
+    parts = split_parties(X, y, J)
+    n, d = X.shape
+    bounds = _bounds(X, y)
+    exact = (X.T @ X, X.T @ y, float(y @ y), n)
     out = []
     with _quiet_releases():
         for r in range(reps):
-            noise = np.random.SeedSequence(seed, spawn_key=(1000 + list(DATASET_FILES).index(name), J, r))
+            noise = np.random.SeedSequence(seed, spawn_key=(stream, J, r))
             out.append(Replicate(*_release_all(parts, epsilon, 1.0 / n, *bounds, calibration, noise),
                                  paper_prior(d), None, None, exact))
-    return out, ds
+    return out
 
 
 def table1_cell(name: str, J: int, calibration: str, *, reps: int, num_iterations: int, methods: Sequence[str],

@@ -22,7 +22,7 @@ import numpy as np
 
 from bayes_dpreg import experiments as ex
 from bayes_dpreg import kernels
-from bayes_dpreg.data import load_dataset, split_parties
+from bayes_dpreg.data import load_dataset
 
 
 def surrogate(X: np.ndarray, y: np.ndarray, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -54,13 +54,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for label, (X, y, Xte, yte) in {"real": (ds.X_train, ds.y_train, ds.X_test, ds.y_test),
                                     "Gaussian surrogate": (Xg, yg, Xt, yt)}.items():
-        n, d = X.shape
-        bounds = ex._bounds(X, y)
-        reps = []
-        for r in range(a.reps):
-            noise = np.random.SeedSequence(0, spawn_key=(2000, a.J, r))
-            reps.append(ex.Replicate(*ex._release_all(split_parties(X, y, a.J), 1.0, 1.0 / n, *bounds, a.calibration,
-                                                      noise), ex.paper_prior(d), None, None, None))
+        reps = ex.data_replicates(X, y, a.J, reps=a.reps, calibration=a.calibration, seed=0, stream=2000)
         out = ex.run_methods(reps, ["normalx", "fixeds", "fast"], num_iterations=a.iterations,
                              normalx_settings=settings)
         cells = []
@@ -68,7 +62,7 @@ def main() -> None:
             mse = ((out[m].mean @ Xte.T - yte) ** 2).mean(-1)
             cells.append(f"{mse.mean():.4f} [{np.median(mse):.4f}]")
         ols = np.linalg.lstsq(X, y, rcond=None)[0]
-        print(f"| {label} | {bounds[0]:.1f} | " + " | ".join(cells) + f" | {((Xte @ ols - yte) ** 2).mean():.4f} |",
+        print(f"| {label} | {reps[0].ssp[0].x_bound:.1f} | " + " | ".join(cells) + f" | {((Xte @ ols - yte) ** 2).mean():.4f} |",
               flush=True)
 
 
