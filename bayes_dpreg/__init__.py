@@ -12,7 +12,7 @@ thread can end up waiting and the computation deadlocks, idle, for ever
 (jaxlib 0.10.2, 2 cores: vmapped MCMC-normalX chains on bike sharing,
 ``tests/test_runtime.py``). With one thread the kernels run inline; the
 samplers, which vectorise over parties, chains and replications, measured no
-slower (``docs/results/fig2/run.md``). Parallelism across cores comes from
+slower (``benchmarks/bench_threads.py``). Parallelism across cores comes from
 separate processes (``bayes-dpreg reproduce --workers``).
 """
 
