@@ -33,8 +33,10 @@ if _SET_NPROC and _xla_bridge.backends_are_initialized():  # pragma: no cover - 
 jax.config.update("jax_enable_x64", True)
 
 from .data import Dataset, Simulated, load_dataset, load_power_plant, simulate, split_parties  # noqa: E402
-from .inference import METHODS, fit  # noqa: E402
-from .prior import ModelSpec, Prior, load_model  # noqa: E402
+from .diagnostics import ConvergenceWarning  # noqa: E402
+from .inference import METHODS, NoiseWarning, fit  # noqa: E402
+from .prior import ModelSpec, Prior, PriorScales, load_model, prior_scales  # noqa: E402
+from .samplers import DEFAULT_METHOD, SAMPLERS  # noqa: E402
 from .privacy import (  # noqa: E402
     analytic_gaussian_sigma,
     calibrate,
@@ -46,6 +48,12 @@ from .release import NoisyStats, StatsFileError, load_stats, release, release_ad
 __version__ = "0.1.0"
 
 __all__ = [
+    "ConvergenceWarning",
+    "DEFAULT_METHOD",
+    "NoiseWarning",
+    "PriorScales",
+    "SAMPLERS",
+    "prior_scales",
     "Dataset",
     "METHODS",
     "ModelSpec",

@@ -33,7 +33,7 @@ def _release_all(parts, *, epsilon, delta, x_bound, y_bound, seed):
 def cmd_demo(args: argparse.Namespace) -> int:
     from . import fit
     from .data import POWER_PLANT_FEATURES, load_power_plant, split_parties
-    from .report import coefficient_table, format_table, plot_coefficients
+    from .report import plot_coefficients
 
     t0 = time.perf_counter()
     ds = load_power_plant()
@@ -50,12 +50,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if notes:
         print("clipping (reported to each releasing party only, not released):")
         print("\n".join(notes))
-    idata = fit(stats, method=args.method, seed=args.seed, coef_names=list(POWER_PLANT_FEATURES))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        idata = fit(stats, method=args.method, seed=args.seed, coef_names=list(POWER_PLANT_FEATURES))
     ols = np.linalg.lstsq(ds.X_train, ds.y_train, rcond=None)[0]
-    rows = coefficient_table(idata, {"OLS (non-private)": ols})
-    print(f"\nposterior ({args.method}, {idata.posterior.sizes['chain']} x {idata.posterior.sizes['draw']} draws):")
-    print(format_table(rows))
-    theta_mean = np.array([r["mean"] for r in rows])
+    print()
+    _print_fit(idata, caught, {"OLS (non-private)": ols})
+    theta_mean = idata.posterior["theta"].mean(("chain", "draw")).values
     mse_dp = float(np.mean((ds.X_test @ theta_mean - ds.y_test) ** 2))
     mse_ols = float(np.mean((ds.X_test @ ols - ds.y_test) ** 2))
     print(f"\ntest MSE of the posterior-mean prediction: {mse_dp:.5f} (non-private OLS {mse_ols:.5f}, "
@@ -63,7 +64,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     fig = plot_coefficients(idata, out / "demo_posterior.png", {"OLS (non-private)": ols},
-                            title=f"power plant, J = {args.parties}, eps = {args.epsilon:g}, method {args.method}")
+                            title=f"power plant, J = {args.parties}, eps = {args.epsilon:g}, "
+                                  f"method {idata.posterior.attrs['method']}")
     print(f"figure: {fig}")
     print(f"wall time: {time.perf_counter() - t0:.1f} s")
     return 0
@@ -85,10 +87,28 @@ def cmd_release(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_fit(idata, caught, reference=None) -> None:
+    """The posterior table with R-hat/ESS, the convergence verdict, and the fit's warnings."""
+    from . import ConvergenceWarning, NoiseWarning
+    from .report import coefficient_table, format_table
+
+    post = idata.posterior
+    print(f"posterior ({post.attrs['method']}: {post.attrs['method_label']}, {post.sizes['chain']} x "
+          f"{post.sizes['draw']} draws, prior {'autoscaled to the release' if post.attrs['prior_autoscaled'] else 'given'}):")
+    print(format_table(coefficient_table(idata, reference)))
+    if "max_rhat" in post.attrs:
+        print(f"convergence: max R-hat {post.attrs['max_rhat']:.3f}, min bulk ESS {post.attrs['min_ess_bulk']:.0f}, "
+              f"min tail ESS {post.attrs['min_ess_tail']:.0f}: {'ok' if post.attrs['converged'] else 'NOT CONVERGED'}")
+    for w in caught:
+        if issubclass(w.category, (ConvergenceWarning, NoiseWarning)):
+            print(f"warning ({w.category.__name__}): {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     from . import fit, load_stats
     from .prior import load_model
-    from .report import coefficient_table, format_table
 
     stats = [load_stats(p) for p in args.stats]
     options = {}
@@ -97,16 +117,18 @@ def cmd_fit(args: argparse.Namespace) -> int:
         spec = load_model(args.model)
         prior = spec.prior
         options.update(spec.fit)
-    method = args.method or options.pop("method", "fast")
+    method = args.method or options.pop("method", None)
     options.pop("method", None)
     for key in ("num_samples", "num_chains", "num_warmup", "seed"):
         value = getattr(args, key)
         if value is not None:
             options[key] = value
-    if method in ("normalx", "fixeds", "normalx-hmc"):
-        options.setdefault("progress_bar", True)
-    idata = fit(stats, method=method, prior=prior, **options)
-    print(format_table(coefficient_table(idata)))
+    if args.progress:
+        options["progress_bar"] = True
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        idata = fit(stats, method=method, prior=prior, **options)
+    _print_fit(idata, caught)
     if args.output:
         idata.to_netcdf(args.output)
         print(f"wrote {args.output}")
@@ -165,6 +187,12 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
+def _methods() -> list[str]:
+    from .samplers import SAMPLERS
+
+    return list(SAMPLERS)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bayes-dpreg", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -175,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--delta", type=float, default=1e-5)
     d.add_argument("--x-bound", type=float, default=4.0, help="declared bound on ||x|| (features are z-scored)")
     d.add_argument("--y-bound", type=float, default=1.0, help="declared bound on |y| (y is scaled to [-1, 1])")
-    d.add_argument("--method", default="fast", help="fast, fixeds, normalx, normalx-hmc")
+    d.add_argument("--method", default=None, choices=_methods(), help="default: normalx-nuts")
     d.add_argument("--seed", type=int, default=0, help="seed of the demo's noise and draws")
     d.add_argument("--out", default="demo_output")
     d.set_defaults(func=cmd_demo)
@@ -192,7 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     f = sub.add_parser("fit", help="fit from released statistics files")
     f.add_argument("stats", nargs="+")
-    f.add_argument("--method", default=None)
+    f.add_argument("--method", default=None, choices=_methods(), help="default: the model file's, else normalx-nuts")
+    f.add_argument("--progress", action="store_true", help="show a progress bar")
     f.add_argument("--model", default=None, help="TOML model specification (see models/)")
     f.add_argument("--num-samples", dest="num_samples", type=int, default=None)
     f.add_argument("--num-chains", dest="num_chains", type=int, default=None)
@@ -214,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fig2/fig4 (default 'paper') and coverage (default 'matched', under which the "
                         "simulation's model holds)")
     x.add_argument("--methods", nargs="+", default=None,
-                   choices=["normalx", "fixeds", "fast", "bs", "adassp", "naive"], help="subset of the methods")
+                   choices=[m for m in _methods() if m != "normalx-intercept"] + ["naive"], help="subset of the methods")
     x.add_argument("--workers", type=int, default=1,
                    help="fig2/fig4/table1: processes that share the cells (one per core; results do not depend on it)")
     x.add_argument("--seed", type=int, default=0)

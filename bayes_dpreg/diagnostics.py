@@ -1,4 +1,5 @@
-"""Diagnostics: the maximum mean discrepancy between posterior samples (paper App. D).
+"""Diagnostics: convergence of MCMC output (R-hat, ESS), the release's noise against the signal,
+and the maximum mean discrepancy between posterior samples (paper App. D).
 
 The unbiased estimator of the squared MMD with the Gaussian kernel
 ``k(a, b) = exp(-||a - b||^2 / (2 h^2))`` (Gretton et al. 2012, eq. 3):
@@ -14,14 +15,15 @@ full kernel matrix in memory.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-__all__ = ["mmd2_unbiased", "median_bandwidth", "calibration"]
+__all__ = ["mmd2_unbiased", "median_bandwidth", "calibration", "ConvergenceWarning", "Convergence", "convergence",
+           "noise_to_signal"]
 
 
 @functools.partial(jax.jit, static_argnames=("block",))
@@ -90,3 +92,109 @@ def calibration(idata: Any, reference: Any, *, bandwidth: float | None = None, t
         ref = np.asarray(reference)
     h = median_bandwidth(draws, ref, seed=seed) if bandwidth is None else bandwidth
     return mmd2_unbiased(draws, ref, h)
+
+
+# -- convergence ------------------------------------------------------------------------------
+
+class ConvergenceWarning(UserWarning):
+    """MCMC chains that have not mixed (R-hat, ESS) or that diverged: the intervals are not to be trusted."""
+
+
+class Convergence(NamedTuple):
+    """Rank-normalised split R-hat and bulk/tail ESS (Vehtari et al. 2021, via ArviZ) of the
+    scalar quantities in ``var_names``, the worst of each, and the verdict."""
+
+    r_hat: dict[str, float]
+    ess_bulk: dict[str, float]
+    ess_tail: dict[str, float]
+    divergences: int
+    num_chains: int
+    rhat_max: float
+    ess_min: float
+
+    @property
+    def max_rhat(self) -> float:
+        return max(self.r_hat.values())
+
+    @property
+    def min_ess_bulk(self) -> float:
+        return min(self.ess_bulk.values())
+
+    @property
+    def min_ess_tail(self) -> float:
+        return min(self.ess_tail.values())
+
+    @property
+    def ok(self) -> bool:
+        return (self.max_rhat <= self.rhat_max and min(self.min_ess_bulk, self.min_ess_tail) >= self.ess_min
+                and self.divergences == 0)
+
+    def message(self, method: str) -> str:
+        """What went wrong and what to do (empty when :attr:`ok`)."""
+        problems = []
+        worst = lambda d, f: f(d, key=d.get)
+        if self.max_rhat > self.rhat_max:
+            problems.append(f"max R-hat {self.max_rhat:.3f} ({worst(self.r_hat, max)}) > {self.rhat_max}")
+        for kind, vals in (("bulk", self.ess_bulk), ("tail", self.ess_tail)):
+            if min(vals.values()) < self.ess_min:
+                problems.append(f"min {kind} ESS {min(vals.values()):.0f} ({worst(vals, min)}) < {self.ess_min:.0f} "
+                                f"(100 per chain)")
+        if self.divergences:
+            problems.append(f"{self.divergences} divergent transitions after warm-up")
+        if not problems:
+            return ""
+        advice = ("raise num_warmup and num_samples (and num_chains), and check the prior's scale against the "
+                  "declared bounds")
+        if self.divergences:
+            advice = "raise target_accept_prob (e.g. 0.95); " + advice
+        return f"method {method!r}: {'; '.join(problems)}. The chains have not converged: do not report these " \
+               f"intervals. To fix: {advice}."
+
+
+def _scalar_values(ds: Any, var_names: Sequence[str]) -> dict[str, float]:
+    out = {}
+    for name in var_names:
+        if name not in ds:
+            continue
+        da = ds[name]
+        if da.ndim == 0:
+            out[name] = float(da)
+            continue
+        for idx in np.ndindex(*da.shape):
+            labels = [str(da.coords[dim].values[i]) if dim in da.coords else str(i) for dim, i in zip(da.dims, idx)]
+            out[f"{name}[{','.join(labels)}]"] = float(da.values[idx])
+    return out
+
+
+def convergence(idata: Any, var_names: Sequence[str] = ("theta", "sigma2"), *, rhat_max: float = 1.01,
+                ess_per_chain: float = 100.0) -> Convergence:
+    """R-hat and ESS of ``var_names`` in ``idata.posterior``; the thresholds are those of
+    Vehtari et al. (2021): R-hat <= 1.01 and ESS >= 100 per chain."""
+    import arviz as az
+
+    names = [v for v in var_names if v in idata.posterior]
+    post = idata.posterior[names]
+    div = int(idata.sample_stats["diverging"].sum()) if "sample_stats" in idata and \
+        "diverging" in idata.sample_stats else 0
+    num_chains = int(post.sizes["chain"])
+    return Convergence(_scalar_values(az.rhat(post, method="rank"), names),
+                       _scalar_values(az.ess(post, method="bulk"), names),
+                       _scalar_values(az.ess(post, method="tail"), names), div, num_chains, rhat_max,
+                       ess_per_chain * num_chains)
+
+
+# -- release noise against signal ----------------------------------------------------------------
+
+def noise_to_signal(S_tilde: Any, sigma_S: Any) -> np.ndarray:
+    """Per party, the expected spectral norm of the release noise in ``S~_j`` against its smallest
+    eigenvalue: ``2 sqrt(d) sigma_S,j / lambda_min(S~_j)`` (``inf`` when ``S~_j`` is not positive
+    definite). The noise matrix ``sigma_S M`` (``M`` symmetric, N(0, 1) entries) has spectral
+    norm about ``2 sqrt(d) sigma_S``; when this is not small against ``lambda_min``, fixing
+    ``S_j`` at ``nearestPSD(S~_j)`` (``fast``, ``fixeds``) misplaces ``theta`` along the weakest
+    directions and its intervals undercover (``docs/results/coverage``)."""
+    S = np.asarray(S_tilde, dtype=np.float64)
+    d = S.shape[-1]
+    lam = np.linalg.eigvalsh(0.5 * (S + np.swapaxes(S, -1, -2)))[..., 0]
+    noise = 2.0 * np.sqrt(d) * np.asarray(sigma_S, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return np.where(lam > 0, noise / np.where(lam > 0, lam, 1.0), np.inf)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import csv
-import functools
 import math
 import multiprocessing
 import time
@@ -34,16 +33,17 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from . import bs as bs_kernel
-from . import kernels
 from .closed_form import adassp_estimate, adassp_ridge, fast_posterior, nig_posterior
 from .data import load_dataset, paper_scale_matrix, simulate, split_parties
 from .diagnostics import median_bandwidth, mmd2_unbiased
-from .inference import fast_sigma2
 from .models import fixeds_data, model_data
-from .prior import Prior
+from .prior import Prior, prior_scales
 from .privacy import ClippingWarning, NotPrivateWarning
 from .release import NoisyStats, release, release_adassp, release_bs, stack_stats
+from .samplers import SAMPLERS
+from .samplers import get as get_sampler
+from .samplers.base import run_batched, stack_trees
+from .samplers.fast import fast_sigma2
 
 __all__ = [
     "PAPER_EPS", "PAPER_TABLE1", "METHODS", "paper_prior", "Replicate", "make_replicates",
@@ -53,8 +53,8 @@ __all__ = [
 PAPER_EPS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 METHODS = ("normalx", "fixeds", "fast", "bs", "adassp")
 BAYES_METHODS = ("normalx", "fixeds", "fast", "bs")
-LABELS = {"normalx": "MCMC-normalX", "fixeds": "MCMC-fixedS", "fast": "Bayes-fixedS-fast", "bs": "MCMC-B&S",
-          "adassp": "adaSSP", "naive": "naive (noise ignored)", "nonprivate": "non-private"}
+LABELS = {**{name: s.label for name, s in SAMPLERS.items()}, "naive": "naive (noise ignored)",
+          "nonprivate": "non-private"}
 
 # Table 1 of the paper (test MSE, eps = 1): data set -> J -> method -> value
 PAPER_TABLE1: dict[str, dict[int, dict[str, float]]] = {
@@ -148,59 +148,62 @@ def make_replicates(*, n: int, d: int, J: int, epsilon: float, reps: int, seed: 
 # -- batched samplers -------------------------------------------------------------------------
 
 def _stack(trees: Sequence[Any]) -> Any:
-    return jax.tree_util.tree_map(lambda *a: jnp.stack([jnp.asarray(x) for x in a]), *trees)
-
-
-@functools.lru_cache(maxsize=None)
-def _batched_chain_fn(init_fn: Callable, step_fn: Callable, settings: Any, num_iterations: int, thin: int) -> Callable:
-    """The jitted, replication-vmapped chain runner (cached: cells of equal shapes compile once)."""
-    num_warmup = num_iterations // 2
-    num_samples = num_iterations - num_warmup
-    settings = settings._replace(num_warmup=num_warmup)
-    L = num_samples // thin
-
-    def one(key, data, pr):
-        state = init_fn(key, data, pr, settings)
-        state = lax.fori_loop(0, num_warmup, lambda i, s: step_fn(s, data, pr, settings), state)
-
-        def inner(i, c):
-            s, acc = c
-            s = step_fn(s, data, pr, settings)
-            return s, acc + s.z["theta"]
-
-        def outer(c, _):
-            c = lax.fori_loop(0, thin, inner, c)
-            return c, c[0].z["theta"]
-
-        (_, acc), draws = lax.scan(outer, (state, jnp.zeros_like(state.z["theta"])), None, length=L)
-        return acc / (L * thin), draws
-
-    return jax.jit(jax.vmap(one))
-
-
-def _chains(init_fn: Callable, step_fn: Callable, data: Any, prs: Any, settings: Any, key: jax.Array,
-            num_iterations: int, thin: int) -> tuple[np.ndarray, np.ndarray]:
-    """One chain per replication, all at once: posterior mean of ``theta`` over the second half of
-    ``num_iterations`` (the first half is warm-up) and every ``thin``-th draw of it.
-    Returns ``(R, d)`` and ``(R, L, d)``."""
-    fn = _batched_chain_fn(init_fn, step_fn, settings, num_iterations, thin)
-    mean, draws = fn(jax.random.split(key, data.n.shape[0]), data, prs)
-    return np.asarray(mean), np.asarray(draws)
+    return stack_trees(trees)
 
 
 class MethodOutput(NamedTuple):
     mean: np.ndarray  # (R, d) posterior mean (or point estimate)
-    draws: np.ndarray | None  # (R, L, d) posterior draws (thinned) for intervals and MMD
+    draws: np.ndarray | None  # (R, L, d) posterior draws (thinned, chains concatenated) for intervals and MMD
+    rhat: np.ndarray | None = None  # (R,) largest rank-normalised R-hat over theta (num_chains > 1)
+    ess: np.ndarray | None = None  # (R,) smallest bulk ESS over theta (num_chains > 1)
+    divergences: np.ndarray | None = None  # (R,) NUTS divergences after warm-up
 
 
 def _resolved(reps: Sequence[Replicate], d: int) -> Any:
-    return _stack([r.prior.resolve(d) for r in reps])
+    return _stack([r.prior.resolve(d, prior_scales(stack_stats(r.ssp))) for r in reps])
+
+
+def _mcmc_batch(name: str, reps: Sequence[Replicate], prs: Any, key: jax.Array, num_iterations: int, thin: int,
+                num_chains: int, num_warmup: int | None, options: dict) -> MethodOutput:
+    """One registered MCMC sampler on every replication at once (:func:`bayes_dpreg.samplers.run_batched`);
+    ``num_warmup`` defaults to half of ``num_iterations`` (as in the paper)."""
+    sampler = get_sampler(name)
+    d = reps[0].ssp[0].d
+    num_warmup = num_iterations // 2 if num_warmup is None else num_warmup
+    settings, rest = sampler.settings(dict(options), d, num_warmup)
+    if rest:
+        raise TypeError(f"{name}: unexpected options {sorted(rest)}")
+    data = _stack([sampler.data(stack_stats(r.bs if name == "bs" else r.ssp)) for r in reps])
+    num_draws = (num_iterations - num_warmup) // thin
+    draws, info, mean = run_batched(sampler.kernel, data, prs, settings, key, num_chains=num_chains,
+                                    num_warmup=num_warmup, num_samples=num_draws, thin=thin, keep=("theta",))
+    theta = draws["theta"]  # (R, chain, L, d)
+    rhat = ess = None
+    if num_chains > 1:
+        rhat, ess = _theta_diagnostics(theta)
+    div = info["diverging"].sum((1, 2)) if "diverging" in info else None
+    return MethodOutput(mean["theta"].mean(1), theta.reshape(theta.shape[0], -1, theta.shape[-1]), rhat, ess, div)
+
+
+def _theta_diagnostics(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per replication: max rank-normalised R-hat and min bulk ESS over the coefficients."""
+    import arviz as az
+
+    rhat, ess = [], []
+    for t in theta:
+        ds = az.convert_to_dataset({"theta": t})
+        rhat.append(float(az.rhat(ds, method="rank")["theta"].max()))
+        ess.append(float(az.ess(ds, method="bulk")["theta"].min()))
+    return np.asarray(rhat), np.asarray(ess)
 
 
 def run_methods(reps: Sequence[Replicate], methods: Iterable[str], *, num_iterations: int = 10_000,
                 thin: int = 50, seed: int = 0, fast_draws: int = 100, fast_sigma2_rule: str = "code",
-                normalx_settings: kernels.Settings | None = None) -> dict[str, MethodOutput]:
-    """Run ``methods`` on all replications of one cell (each method batched over replications)."""
+                num_chains: int = 1, num_warmup: int | None = None,
+                options: dict[str, dict] | None = None) -> dict[str, MethodOutput]:
+    """Run ``methods`` on all replications of one cell (each method batched over replications).
+    MCMC methods run ``num_chains`` chains of ``num_iterations`` (``num_warmup``, default
+    half, discarded); ``options`` per method (e.g. ``{"normalx": {"level_moves": True}}``)."""
     d = reps[0].ssp[0].d
     prs = _resolved(reps, d)
     key = jax.random.key(seed)
@@ -208,32 +211,19 @@ def run_methods(reps: Sequence[Replicate], methods: Iterable[str], *, num_iterat
     ssp_data = _stack([model_data(stack_stats(r.ssp)) for r in reps])
     for name in methods:
         key, k = jax.random.split(key)
-        if name == "normalx":
-            settings = normalx_settings or kernels.Settings(level_moves=d <= 8)
-            out[name] = MethodOutput(*_chains(kernels.normalx_init, kernels.normalx_step, ssp_data, prs, settings,
-                                              k, num_iterations, thin))
-        elif name == "fixeds":
-            out[name] = MethodOutput(*_chains(kernels.fixeds_init, kernels.fixeds_step, jax.vmap(fixeds_data)(ssp_data),
-                                              prs, kernels.Settings(), k, num_iterations, thin))
-        elif name == "bs":
-            data = _stack([_bs_data(r) for r in reps])
-            out[name] = MethodOutput(*_chains(bs_kernel.bs_init, bs_kernel.bs_step, data, prs, kernels.Settings(),
-                                              k, num_iterations, thin))
-        elif name in ("fast", "naive"):
+        if name in ("fast", "naive"):
             out[name] = _fast_batch(ssp_data, prs, k, fast_draws, fast_sigma2_rule, naive=name == "naive")
         elif name == "adassp":
             st = _stack([stack_stats(r.adassp) for r in reps])
             ridge = jax.vmap(lambda lm, e, dl, xb: adassp_ridge(lm, e, dl, xb, d))(
                 st.lambda_min, st.epsilon, st.delta, st.x_bound)
             out[name] = MethodOutput(np.asarray(jax.vmap(adassp_estimate)(st.S, st.z, ridge)), None)
+        elif name in SAMPLERS and SAMPLERS[name].kernel is not None:
+            out[name] = _mcmc_batch(name, reps, prs, k, num_iterations, thin, num_chains, num_warmup,
+                                    (options or {}).get(name, {}))
         else:
             raise ValueError(f"unknown method {name!r}")
     return out
-
-
-def _bs_data(r: Replicate) -> bs_kernel.BSData:
-    st = stack_stats(r.bs)
-    return bs_kernel.bs_data(st.S, st.z, st.u, st.n, st.sigma_S)
 
 
 def _fast_batch(data: Any, prs: Any, key: jax.Array, num: int, rule: str, naive: bool) -> MethodOutput:
@@ -623,16 +613,14 @@ def _table1_markdown(summary: list[dict[str, Any]], calibrations: Sequence[str],
 
 
 def fig3(out_dir: str | Path, *, d_values: Sequence[int] = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20), J: int = 5,
-         n: int = 100_000, num_iterations: int = 500, hmc_iterations: int = 40, hmc_max_d: int = 10,
-         methods: Sequence[str] = ("normalx", "normalx-hmc", "fixeds", "bs"), seed: int = 0, command: str = "",
-         log: Callable = print, reps: int = 1) -> Path:
+         n: int = 100_000, num_iterations: int = 500, methods: Sequence[str] = ("normalx", "normalx-nuts", "fixeds",
+                                                                                  "bs"),
+         seed: int = 0, command: str = "", log: Callable = print, reps: int = 1) -> Path:
     """Fig. 3: seconds per iteration of one chain versus d (J parties of n/J rows, eps = 1).
 
-    The kernels run ``num_iterations`` twice through the same compiled function and the second
-    run is timed. ``normalx-hmc`` (NUTS within Gibbs) is timed over ``hmc_iterations`` draws
-    after as many warm-up iterations (:func:`_hmc_seconds_per_iteration`), for ``d <= hmc_max_d``
-    (beyond, one NUTS iteration over the ``J d (d+1)/2`` entries of the ``S_j`` with a dense mass
-    matrix takes seconds)."""
+    Each method runs ``num_iterations`` (half warm-up) twice through the same compiled
+    function and the second run is timed; for ``normalx-nuts`` an iteration is one NUTS
+    transition (a tree of 2^k leapfrog steps)."""
     del reps
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -642,13 +630,8 @@ def fig3(out_dir: str | Path, *, d_values: Sequence[int] = (1, 2, 3, 4, 5, 6, 8,
         with _quiet_releases():
             rr = make_replicates(n=n, d=d, J=J, epsilon=1.0, reps=1, seed=seed)
         for m in methods:
-            if m == "normalx-hmc":
-                if d > hmc_max_d:
-                    continue
-                per = _hmc_seconds_per_iteration(rr[0], hmc_iterations, seed)
-            else:
-                per = _timed(lambda k: run_methods(rr, [m], num_iterations=k, thin=1, seed=seed),
-                             num_iterations) / num_iterations
+            per = _timed(lambda k: run_methods(rr, [m], num_iterations=k, thin=1, seed=seed),
+                         num_iterations) / num_iterations
             rows.append(dict(d=d, J=J, method=m, seconds_per_iteration=max(per, 0.0)))
             log(f"d={d} {m}: {per * 1e3:.3f} ms/iteration")
     wall = time.perf_counter() - t0
@@ -656,25 +639,6 @@ def fig3(out_dir: str | Path, *, d_values: Sequence[int] = (1, 2, 3, 4, 5, 6, 8,
     _plot_fig3(rows, out / "fig3_time_per_iteration.png")
     _write_run(out, f"Fig. 3 (time per iteration, J = {J}, n = {n}, one chain)", command, wall)
     return out
-
-
-def _hmc_seconds_per_iteration(rep: Replicate, k: int, seed: int) -> float:
-    """Seconds per iteration of one ``normalx-hmc`` chain (NUTS within Gibbs): ``k`` warm-up and
-    ``k`` more iterations of the kernel in one jitted loop, run twice and the second run timed
-    (as ``benchmarks/bench_samplers.py``)."""
-    data = model_data(stack_stats(rep.ssp))
-    pr = rep.prior.resolve(data.z_tilde.shape[-1])
-    kern = kernels.normalx_hmc(data, pr)
-
-    def run(key: jax.Array) -> Any:
-        state = kern.init(key, k, None, (data, pr), {})
-        return lax.fori_loop(0, 2 * k, lambda i, st: kern.sample(st, (data, pr), {}), state).z
-
-    f = jax.jit(run)
-    jax.block_until_ready(f(jax.random.key(seed)))
-    t = time.perf_counter()
-    jax.block_until_ready(f(jax.random.key(seed + 1)))
-    return (time.perf_counter() - t) / (2 * k)
 
 
 def _timed(fn: Callable[[int], Any], k: int) -> float:

@@ -83,6 +83,8 @@ from .prior import ResolvedPrior
 
 __all__ = [
     "Settings",
+    "kernel_settings",
+    "LEVEL_MOVES_MAX_D",
     "NormalXState",
     "FixedSState",
     "normalx_init",
@@ -91,7 +93,6 @@ __all__ = [
     "fixeds_step",
     "NormalX",
     "FixedS",
-    "normalx_hmc",
     "initial_S",
     "pooled_covariance",
 ]
@@ -138,6 +139,21 @@ class FixedSState(NamedTuple):
     accept_sigma2: Array
     iteration: Array
     rng_key: Array
+
+
+LEVEL_MOVES_MAX_D = 8
+
+
+def kernel_settings(options: dict[str, Any], d: int, num_warmup: int) -> tuple[Settings, dict[str, Any]]:
+    """Split :class:`Settings` fields from other run options (``options`` is consumed).
+    ``level_moves="auto"`` (default) turns the level moves on for ``d <= 8``: at d = 5 they
+    raise the ESS of theta 35-250x on ill-conditioned problems (``benchmarks/convergence.py``),
+    while at d = 10-20 each iteration costs 3-20x more and the adaptive proposal does not
+    learn within a normal warm-up (``benchmarks/bench_samplers.py``)."""
+    fields = {k: options.pop(k) for k in list(options) if k in Settings._fields and k != "num_warmup"}
+    if fields.get("level_moves", "auto") == "auto":
+        fields["level_moves"] = d <= LEVEL_MOVES_MAX_D
+    return Settings(num_warmup=int(num_warmup), **fields), options
 
 
 def _mh_accept(key: Array, log_ratio: Array) -> tuple[Array, Array]:
@@ -588,24 +604,6 @@ def _hmc_within_gibbs(model: Any, design: Any, init: dict, data: ModelData, pr: 
     nuts = NUTS(model, init_strategy=init_to_value(values=init), dense_mass=dense_mass,
                 target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth)
     return HMCGibbs(nuts, gibbs_fn=gibbs_fn, gibbs_sites=sites)
-
-
-def normalx_hmc(data: ModelData, pr: ResolvedPrior, *, gibbs_sigma_x: bool = False, dense_mass: bool = True,
-                target_accept_prob: float = 0.8, max_tree_depth: int = 10) -> Any:
-    """``normalx-hmc``: NUTS within Gibbs on :func:`~bayes_dpreg.models.normalx_model` (beyond the paper).
-
-    NUTS moves ``S_j`` (NumPyro's unconstrained Cholesky parametrisation of the
-    positive-definite support), ``sigma_y^2`` (log scale) and, by default, ``Sigma_x``;
-    ``theta`` (and ``Sigma_x`` with ``gibbs_sigma_x=True``) are Gibbs steps from their
-    exact conditionals (eqs. 11-12). With ``Sigma_x`` by Gibbs the sampler inherits the
-    slow ``Sigma_x``-``S`` coupling (measured on n = 2e4, d = J = 3, eps = 1: bulk ESS
-    of ``theta`` 30-60 per 1000 draws, against 420-580 with ``Sigma_x`` inside NUTS and a
-    dense mass matrix)."""
-    S0 = initial_S(data)
-    init = {"S": S0, "Sigma_x": S0.sum(0) / data.n.sum(), "sigma2": data.y_bound / 3.0,
-            "theta": jnp.zeros(data.z_tilde.shape[-1], S0.dtype)}
-    return _hmc_within_gibbs(normalx_model, lambda h: h["S"], init, data, pr, gibbs_sigma_x, dense_mass,
-                             target_accept_prob, max_tree_depth)
 
 
 def intercept_init(data: ModelData) -> dict:

@@ -13,9 +13,11 @@ __all__ = ["coefficient_table", "format_table", "plot_coefficients"]
 
 
 def coefficient_table(
-    idata: az.InferenceData, reference: Mapping[str, Sequence[float]] | None = None, prob: float = 0.95
+    idata: az.InferenceData, reference: Mapping[str, Sequence[float]] | None = None, prob: float = 0.95,
+    diagnostics: bool = True,
 ) -> list[dict[str, float | str]]:
-    """Per coefficient: posterior mean, sd and the central ``prob`` credible interval.
+    """Per coefficient: posterior mean, sd and the central ``prob`` credible interval and, for
+    MCMC output with ``diagnostics``, the rank-normalised R-hat and bulk/tail ESS.
 
     ``reference`` adds columns of point values, e.g. ``{"OLS": beta_ols}``.
     A point estimate (one draw) gets ``nan`` sd and interval.
@@ -39,6 +41,12 @@ def coefficient_table(
         for label, values in (reference or {}).items():
             row[label] = float(values[k])
         rows.append(row)
+    if diagnostics and "max_rhat" in idata.posterior.attrs:
+        ds = idata.posterior[["theta"]]
+        for key, value in (("r_hat", az.rhat(ds, method="rank")), ("ess_bulk", az.ess(ds, method="bulk")),
+                           ("ess_tail", az.ess(ds, method="tail"))):
+            for row, v in zip(rows, np.atleast_1d(value["theta"].values)):
+                row[key] = float(v)
     return rows
 
 
@@ -54,8 +62,17 @@ def format_table(rows: list[dict[str, float | str]], prob: float = 0.95) -> str:
     head = f"{'coef':<{width}}" + "".join(f"{h:>{w}}" for h, w in cols)
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{str(r['coef']):<{width}}" + "".join(f"{float(r[k]):>{w}.4f}" for k, (_, w) in zip(keys[1:], cols)))
+        lines.append(f"{str(r['coef']):<{width}}" + "".join(f"{_fmt(k, float(r[k])):>{w}}" for k, (_, w) in
+                                                            zip(keys[1:], cols)))
     return "\n".join(lines)
+
+
+def _fmt(key: str, v: float) -> str:
+    if key == "r_hat":
+        return f"{v:.3f}"
+    if key.startswith("ess"):
+        return f"{v:.0f}"
+    return f"{v:.4f}"
 
 
 def plot_coefficients(

@@ -8,11 +8,12 @@ correct, every rank is uniform on ``{0, ..., L}``; uniformity is tested with a
 chi-square test on equal-width bins.
 
 For MCMC-fixedS the model is the one it targets: ``S_j`` known (``data.S_tilde = S_j``).
+Any registered sampler with a chain kernel can be calibrated (``bayes_dpreg.samplers``).
 """
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -21,7 +22,8 @@ import numpyro.distributions as dist
 from jax import Array
 from scipy.stats import chi2
 
-from . import kernels
+from .samplers import get as get_sampler
+from .samplers.base import run_batched
 from .models import ModelData, prior_dists
 from .prior import ResolvedPrior
 
@@ -67,47 +69,6 @@ def _summaries(z: dict) -> dict[str, Array]:
     return out
 
 
-def _hmc_chain_draws(settings: kernels.Settings, num_draws: int, thin: int) -> Callable:
-    """normalx-hmc driven through the kernel's own ``init``/``sample`` so that it can be vmapped."""
-
-    def run(key: Array, data: ModelData, pr: ResolvedPrior) -> dict[str, Array]:
-        kern = kernels.normalx_hmc(data, pr)
-        args = (data, pr)
-        state = kern.init(key, settings.num_warmup, None, args, {})
-        step = lambda i, s: kern.sample(s, args, {})
-        state = jax.lax.fori_loop(0, settings.num_warmup, step, state)
-        constrain = kern.postprocess_fn(args, {})  # the HMC sites are held unconstrained
-
-        def one(s, _):
-            s = jax.lax.fori_loop(0, thin, step, s)
-            return s, _summaries(constrain(s.z))
-
-        return jax.lax.scan(one, state, None, length=num_draws)[1]
-
-    return run
-
-
-def _chain_draws(method: str, settings: kernels.Settings, num_draws: int, thin: int) -> Callable:
-    if method == "normalx-hmc":
-        return _hmc_chain_draws(settings, num_draws, thin)
-    init, step = {
-        "normalx": (kernels.normalx_init, kernels.normalx_step),
-        "fixeds": (kernels.fixeds_init, kernels.fixeds_step),
-    }[method]
-
-    def run(key: Array, data: ModelData, pr: ResolvedPrior) -> dict[str, Array]:
-        state = init(key, data, pr, settings)
-        state = jax.lax.fori_loop(0, settings.num_warmup, lambda i, s: step(s, data, pr, settings), state)
-
-        def one(s, _):
-            s = jax.lax.fori_loop(0, thin, lambda i, s: step(s, data, pr, settings), s)
-            return s, _summaries(s.z)
-
-        return jax.lax.scan(one, state, None, length=num_draws)[1]
-
-    return run
-
-
 def uniformity_pvalue(ranks: np.ndarray, num_draws: int, bins: int = 10) -> float:
     """Chi-square test that ranks in ``{0..L}`` are uniform, on ``bins`` equal bins (``L + 1`` divisible by bins)."""
     if (num_draws + 1) % bins:
@@ -129,26 +90,34 @@ def sbc(
     replications: int = 200,
     num_draws: int = 99,
     thin: int = 5,
-    settings: kernels.Settings = kernels.Settings(num_warmup=500),
+    num_warmup: int = 500,
+    options: dict | None = None,
     batch: int = 100,
 ) -> SBCResult:
-    """Run SBC for ``method`` in ``{"normalx", "fixeds", "normalx-hmc"}``; replications vmapped in batches."""
+    """Run SBC for a registered MCMC ``method`` (``bayes_dpreg.samplers.SAMPLERS``) with kernel
+    ``options`` (e.g. ``{"level_moves": False}``); one chain per replication, replications
+    vmapped in batches through :func:`bayes_dpreg.samplers.run_batched`."""
+    sampler = get_sampler(method)
+    if sampler.kernel is None or sampler.settings is None:
+        raise ValueError(f"method {method!r} has no chain kernel to calibrate")
     J = len(n)
+    d = pr.m.shape[0]
+    settings, rest = sampler.settings(dict(options or {}), d, num_warmup)
+    if rest:
+        raise TypeError(f"unexpected options {sorted(rest)}")
     n_arr = jnp.asarray(n, dtype=jnp.float64)
     sS = jnp.full(J, sigma_S, jnp.float64)
     sz = jnp.full(J, sigma_z, jnp.float64)
-    run = _chain_draws(method, settings, num_draws, thin)
-
-    def one(k):
-        k_sim, k_run = jax.random.split(k)
-        params, data = simulate_from_prior(k_sim, pr, n_arr, sS, sz, fixed_S=(method == "fixeds"))
-        draws = run(k_run, data, pr)
-        truth = _summaries(params if method != "fixeds" else {"theta": params["theta"], "sigma2": params["sigma2"]})
-        return {name: jnp.sum(draws[name] < truth[name]) for name in truth}
-
-    fn = jax.jit(jax.vmap(one))
-    keys = jax.random.split(key, replications)
-    parts = [fn(keys[i:i + batch]) for i in range(0, replications, batch)]
-    ranks = {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in parts[0]}
+    k_sim, k_run = jax.random.split(key)
+    simulate = jax.jit(jax.vmap(lambda k: simulate_from_prior(k, pr, n_arr, sS, sz, fixed_S=sampler.sbc_exact_S)))
+    params, data = simulate(jax.random.split(k_sim, replications))
+    prs = jax.tree.map(lambda a: jnp.broadcast_to(jnp.asarray(a), (replications,) + jnp.shape(a)), pr)
+    keep = ("theta", "sigma2") if sampler.sbc_exact_S else ("theta", "sigma2", "Sigma_x", "S")
+    draws, _, _ = run_batched(sampler.kernel, data, prs, settings, k_run, num_chains=1, num_warmup=num_warmup,
+                           num_samples=num_draws, thin=thin, keep=keep, batch=batch)
+    draws = jax.tree.map(lambda a: a[:, 0], draws)  # (R, L, ...)
+    summ = jax.vmap(jax.vmap(_summaries))(draws)
+    truth = jax.vmap(_summaries)({k: params[k] for k in keep})
+    ranks = {k: np.asarray((summ[k] < truth[k][:, None]).sum(1)) for k in truth}
     pvalues = {k: uniformity_pvalue(v, num_draws) for k, v in ranks.items()}
     return SBCResult(ranks, num_draws, pvalues)

@@ -1,6 +1,6 @@
 """Speed of the samplers: time per iteration and effective samples per second.
 
-    python benchmarks/bench_samplers.py [--dims 2 5 10 20] [--parties 1 5 10] [--hmc-max-d 5]
+    python benchmarks/bench_samplers.py [--dims 2 5 10 20] [--parties 1 5 10] [--samplers normalx-nuts fixeds]
 
 Data: the paper's simulation with n = 1e5, eps = 1, delta = 1e-5, bounds at the data's
 maxima, the paper's prior. For each sampler, (d, J) and chain count (1, or 4 vectorised
@@ -21,17 +21,16 @@ import jax
 import numpy as np
 
 import bayes_dpreg as bd
-from bayes_dpreg import kernels
 from bayes_dpreg.data import paper_scale_matrix
-from bayes_dpreg.models import fixeds_data, model_data
+from bayes_dpreg.samplers import get as get_sampler
 from bayes_dpreg.prior import Prior
 from bayes_dpreg.release import stack_stats
 
 SAMPLERS = {  # "normalx" as fit() runs it: level moves on for d <= 8 (level_moves="auto")
+    "normalx-nuts": ("normalx-nuts", {}),
     "normalx": ("normalx", {"level_moves": "auto"}),
     "normalx-alg1": ("normalx", {"collapse_theta": False, "level_moves": False}),
     "fixeds": ("fixeds", {}),
-    "normalx-hmc": ("normalx-hmc", {}),
 }
 
 
@@ -41,31 +40,25 @@ def problem(d: int, J: int, n: int = 100_000, seed: int = 0):
     xb, yb = np.linalg.norm(sim.X, axis=1).max(), np.abs(sim.y).max()
     stats = [bd.release(X, y, epsilon=1.0, delta=1e-5, x_bound=xb, y_bound=yb, seed=j)
              for j, (X, y) in enumerate(bd.split_parties(sim.X, sim.y, J))]
-    return model_data(stack_stats(stats)), Prior(a=20.0, b=0.5, C=38.0, Lambda=Lam).resolve(d)
+    return stack_stats(stats), Prior(a=20.0, b=0.5, C=38.0, Lambda=Lam).resolve(d)
 
 
-def chain_fn(method: str, extra: dict, data, pr, warmup: int, draws: int):
-    from bayes_dpreg.inference import _kernel_settings
-
-    settings = _kernel_settings(dict(extra), data.z_tilde.shape[-1])[0]._replace(num_warmup=warmup)
-    if method == "normalx-hmc":
-        def run(key):
-            kern = kernels.normalx_hmc(data, pr)
-            st = kern.init(key, warmup, None, (data, pr), {})
-            post = kern.postprocess_fn((data, pr), {})
-            st = jax.lax.fori_loop(0, warmup, lambda i, s: kern.sample(s, (data, pr), {}), st)
-            return jax.lax.scan(lambda s, _: (lambda t: (t, post(t.z)["theta"]))(kern.sample(s, (data, pr), {})),
-                                st, None, length=draws)[1]
-        return run
-    init, step = (kernels.normalx_init, kernels.normalx_step) if method == "normalx" else \
-        (kernels.fixeds_init, kernels.fixeds_step)
-    dat = fixeds_data(data) if method == "fixeds" else data
+def chain_fn(method: str, extra: dict, st, pr, warmup: int, draws: int):
+    """One chain of a registered sampler's kernel (bayes_dpreg.samplers): warm-up, then draws of theta."""
+    sampler = get_sampler(method)
+    settings, _ = sampler.settings(dict(extra), st.d, warmup)
+    k = sampler.kernel
+    data = sampler.data(st)
 
     def run(key):
-        st = init(key, dat, pr, settings)
-        st = jax.lax.fori_loop(0, warmup, lambda i, s: step(s, dat, pr, settings), st)
-        return jax.lax.scan(lambda s, _: (lambda t: (t, t.z["theta"]))(step(s, dat, pr, settings)),
-                            st, None, length=draws)[1]
+        s = k.init(key, data, pr, settings)
+        s = jax.lax.fori_loop(0, warmup, lambda i, c: k.step(c, data, pr, settings), s)
+
+        def one(c, kk):
+            c = k.step(c, data, pr, settings)
+            return c, k.draws(c, data, pr, kk)["theta"]
+
+        return jax.lax.scan(one, s, jax.random.split(key, draws))[1]
     return run
 
 
@@ -88,7 +81,6 @@ def main() -> None:
     ap.add_argument("--dims", type=int, nargs="+", default=[2, 5, 10, 20])
     ap.add_argument("--parties", type=int, nargs="+", default=[1, 5, 10])
     ap.add_argument("--samplers", nargs="+", default=list(SAMPLERS))
-    ap.add_argument("--hmc-max-d", type=int, default=2, help="NUTS trees get deep on these tight posteriors")
     ap.add_argument("--repeats", type=int, default=1, help="timed runs after compilation (best is kept)")
     ap.add_argument("--warmup", type=int, default=500)
     ap.add_argument("--draws", type=int, default=1000)
@@ -100,12 +92,10 @@ def main() -> None:
     iters = args.warmup + args.draws
     for d in args.dims:
         for J in args.parties:
-            data, pr = problem(d, J)
+            st, pr = problem(d, J)
             for name in args.samplers:
                 method, extra = SAMPLERS[name]
-                if method == "normalx-hmc" and d > args.hmc_max_d:
-                    continue
-                run = chain_fn(method, extra, data, pr, args.warmup, args.draws)
+                run = chain_fn(method, extra, st, pr, args.warmup, args.draws)
                 _, t1, _, _ = measure(run, 1, iters, args.repeats)
                 comp, t4, wall4, theta = measure(run, 4, iters, args.repeats)
                 ess = az.ess(az.from_dict(posterior={"theta": theta}))["theta"].values.min()

@@ -1,6 +1,6 @@
 """Full simulation-based calibration study of the samplers (Talts et al. 2018).
 
-    python benchmarks/sbc.py [--reps 500] [--hmc-reps 200] [--out docs/results/sbc]
+    python benchmarks/sbc.py [--reps 500] [--nuts-reps 500] [--out docs/results/sbc]
 
 d = 2, J = 2, n_j = 30, release noise of eps = 1, delta = 1e-5 with bounds 1 (sigma = 7.91);
 prior theta ~ N(0, I), sigma2 ~ IG(3, 2), Sigma_x ~ IW(3 I, 6). For each sampler: rank of
@@ -19,7 +19,6 @@ import jax
 import numpy as np
 
 import bayes_dpreg as bd
-from bayes_dpreg import kernels
 from bayes_dpreg.prior import Prior
 from bayes_dpreg.sbc import sbc
 
@@ -27,14 +26,14 @@ CASES = {
     "normalx": ("normalx", {}),
     "normalx (Algorithm 1 as published)": ("normalx", {"collapse_theta": False, "level_moves": False}),
     "fixeds": ("fixeds", {}),
-    "normalx-hmc": ("normalx-hmc", {}),
+    "normalx-nuts (default)": ("normalx-nuts", {}),
 }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=500)
-    ap.add_argument("--hmc-reps", type=int, default=200)
+    ap.add_argument("--nuts-reps", type=int, default=500)
     ap.add_argument("--thin", type=int, default=10)
     ap.add_argument("--out", default="docs/results/sbc")
     ap.add_argument("--seed", type=int, default=2026)
@@ -45,11 +44,12 @@ def main() -> None:
     sig = bd.calibrate(1.0, 1e-5, 1.0, 1.0).sigma_S
     results = {}
     for label, (method, extra) in CASES.items():
-        reps = args.hmc_reps if method == "normalx-hmc" else args.reps
-        thin = max(1, args.thin // 5) if method == "normalx-hmc" else args.thin
+        nuts = method == "normalx-nuts"
+        reps = args.nuts_reps if nuts else args.reps
+        thin = max(1, args.thin // 5) if nuts else args.thin
         t0 = time.perf_counter()
         res = sbc(jax.random.key(args.seed), method, pr, np.array([30, 30]), sig, sig, replications=reps,
-                  num_draws=99, thin=thin, settings=kernels.Settings(num_warmup=500, **extra))
+                  num_draws=99, thin=thin, num_warmup=500, options=extra)
         results[label] = (res, reps, thin, time.perf_counter() - t0)
         print(f"{label}: {reps} replications in {results[label][3]:.0f} s", flush=True)
     names = ["theta[0]", "theta[1]", "sigma2", "Sigma_x[0,1]", "S[0][0,0]"]
@@ -61,7 +61,7 @@ def main() -> None:
     table = "\n".join(lines)
     print("\nchi-square p-values of rank uniformity (10 bins):\n" + table)
     (out / "pvalues.md").write_text(
-        f"Command: `python benchmarks/sbc.py --reps {args.reps} --hmc-reps {args.hmc_reps} --thin {args.thin}` "
+        f"Command: `python benchmarks/sbc.py --reps {args.reps} --nuts-reps {args.nuts_reps} --thin {args.thin}` "
         f"(seed {args.seed})\n\n{table}\n")
     import matplotlib
 

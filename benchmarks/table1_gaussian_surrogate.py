@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 
 from bayes_dpreg import experiments as ex
-from bayes_dpreg import kernels
 from bayes_dpreg.data import load_dataset
 
 
@@ -42,7 +41,7 @@ def main() -> None:
     p.add_argument("--data-dir", default=None)
     p.add_argument("--level-moves", choices=["auto", "on"], default="auto")
     a = p.parse_args()
-    settings = kernels.Settings(level_moves=True) if a.level_moves == "on" else None
+    options = {"normalx": {"level_moves": True}} if a.level_moves == "on" else None
     warnings.simplefilter("ignore")
     ds = load_dataset(Path(a.data_dir or ex._default_data_dir()) / ex.DATASET_FILES[a.dataset], name=a.dataset)
     rng = np.random.default_rng(0)
@@ -56,7 +55,7 @@ def main() -> None:
                                     "Gaussian surrogate": (Xg, yg, Xt, yt)}.items():
         reps = ex.data_replicates(X, y, a.J, reps=a.reps, calibration=a.calibration, seed=0, stream=2000)
         out = ex.run_methods(reps, ["normalx", "fixeds", "fast"], num_iterations=a.iterations,
-                             normalx_settings=settings)
+                             options=options)
         cells = []
         for m in ("normalx", "fixeds", "fast"):
             mse = ((out[m].mean @ Xte.T - yte) ** 2).mean(-1)

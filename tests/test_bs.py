@@ -91,7 +91,7 @@ def small_noise_problem():
 
 def test_bs_posterior_equals_the_exact_one_when_noise_vanishes(small_noise_problem):
     sim, stats = small_noise_problem
-    prior = bd.Prior(a=20, b=0.5, C=38)
+    prior = bd.Prior(a=20, b=0.5, C=38, Lambda=1.0)
     pr = prior.resolve(2)
     idata = bd.fit(stats, "bs", prior, num_samples=1000, num_warmup=300, num_chains=2, seed=1)
     th = idata.posterior.theta.values.reshape(-1, 2)
@@ -134,7 +134,10 @@ def test_bs_starts_and_stays_finite_on_a_near_singular_single_release():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rep = ex.make_replicates(n=100_000, d=5, J=1, epsilon=0.1, reps=1, seed=0)[0]
-    data, pr = ex._bs_data(rep), rep.prior.resolve(5)
+    from bayes_dpreg.samplers import bs_clt
+    from bayes_dpreg.release import stack_stats
+
+    data, pr = bs_clt.data(stack_stats(rep.bs)), rep.prior.resolve(5)
     state = bs_init(jax.random.key(3), data, pr)
     assert np.abs(np.asarray(state.z["theta"])).max() < 10.0
     state = jax.lax.fori_loop(0, 200, lambda i, s: bs_step(s, data, pr), state)
@@ -153,7 +156,7 @@ def test_clt_prior_draw_survives_a_tiny_sigma2():
 def test_invalid_statistics_are_projected_floored_and_counted():
     from bayes_dpreg.bs import BSData, _conditional_draws
 
-    pr = bd.Prior().resolve(2)
+    pr = bd.Prior(C=10.0, b=0.5, Lambda=1.0).resolve(2)
     S = jnp.asarray([[[1.0, 3.0], [3.0, 1.0]], [[50.0, 0.0], [0.0, 50.0]]])  # party 0 indefinite
     z = jnp.asarray([[1.0, 0.0], [0.0, 1.0]])
     u = jnp.asarray([-100.0, 1.0])  # sum of y^2 negative: b_n < b0

@@ -63,7 +63,7 @@ def test_intercept_model_recovers_the_truth(intercept_stats):
 
 
 def test_intercept_statistics_are_refused_by_centred_models(intercept_stats):
-    for method in ("normalx", "normalx-hmc", "bs"):
+    for method in ("normalx-nuts", "normalx", "bs"):
         with pytest.raises(ValueError, match="zero-mean|release_bs"):
             bd.fit(intercept_stats, method)
     plain = bd.release(np.ones((20, 2)) * 0.1, np.zeros(20), epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0)

@@ -7,8 +7,9 @@ import pytest
 
 import bayes_dpreg as bd
 from bayes_dpreg.closed_form import fast_posterior
-from bayes_dpreg.inference import fast_sigma2
+from bayes_dpreg.samplers.fast import fast_sigma2
 from bayes_dpreg.prior import Prior, load_model
+from bayes_dpreg.release import stack_stats
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
@@ -23,13 +24,14 @@ def _stats(J=3, d=2, n=3000, eps=1.0, seed=0, fn=bd.release):
 
 def test_inference_data_structure():
     stats, _, _ = _stats()
-    idata = bd.fit(stats, num_samples=250, num_chains=3, coef_names=["a", "b"])
+    idata = bd.fit(stats, "fast", num_samples=250, num_chains=3, coef_names=["a", "b"])
     th = idata.posterior["theta"]
     assert th.dims == ("chain", "draw", "coef") and th.shape == (3, 250, 2)
     assert list(th.coords["coef"].values) == ["a", "b"]
     at = idata.posterior.attrs
     assert (at["method"], at["epsilon"], at["delta"], at["J"], at["n"]) == ("fast", 1.0, 1e-5, 3, 3000)
     assert at["n_per_party"] == [1000, 1000, 1000]
+    assert list(idata.constant_data["S_tilde"].coords["party"].values) == ["party1", "party2", "party3"]
     assert idata.constant_data["S_tilde"].dims == ("party", "coef", "coef_col")
     np.testing.assert_array_equal(idata.constant_data["S_tilde"].values[1], stats[1].S)
     assert "sigma2" not in idata.posterior  # fast fixes sigma_y^2
@@ -38,9 +40,9 @@ def test_inference_data_structure():
 
 def test_fast_draws_are_exact_posterior_draws():
     stats, _, _ = _stats(J=2, d=3)
-    idata = bd.fit(stats, num_samples=20000, num_chains=2, seed=7)
+    idata = bd.fit(stats, "fast", num_samples=20000, num_chains=2, seed=7)
     st = [s for s in stats]
-    pr = Prior().resolve(3)
+    pr = Prior().resolve(3, bd.prior_scales(stack_stats(stats)))
     post = fast_posterior(np.stack([s.S for s in st]), np.stack([s.z for s in st]),
                           np.array([s.sigma_z**2 for s in st]), 1 / 9, pr.m, pr.C)
     draws = idata.posterior["theta"].values.reshape(-1, 3)
@@ -52,7 +54,7 @@ def test_fast_draws_are_exact_posterior_draws():
 
 def test_fast_recovers_ols_when_noise_vanishes():
     stats, X, y = _stats(J=4, d=3, n=20000, eps=1e6)
-    idata = bd.fit(stats, prior=Prior(C=1e6), sigma2=float(np.var(y - X @ np.linalg.lstsq(X, y, rcond=None)[0])))
+    idata = bd.fit(stats, "fast", prior=Prior(C=1e6), sigma2=float(np.var(y - X @ np.linalg.lstsq(X, y, rcond=None)[0])))
     ols = np.linalg.lstsq(X, y, rcond=None)[0]
     np.testing.assert_allclose(idata.posterior.attrs["posterior_mean"], ols, rtol=2e-3, atol=2e-3)
 
@@ -65,14 +67,14 @@ def test_sigma2_rules():
         with pytest.raises(ValueError, match="sigma2"):
             fast_sigma2(1.0, bad)
     stats, _, _ = _stats()
-    a = bd.fit(stats, sigma2="text").posterior.attrs
-    b = bd.fit(stats, sigma2="code").posterior.attrs
+    a = bd.fit(stats, "fast", sigma2="text").posterior.attrs
+    b = bd.fit(stats, "fast", sigma2="code").posterior.attrs
     assert a["sigma2_fixed"] != b["sigma2_fixed"] and a["posterior_mean"] != b["posterior_mean"]
 
 
 def test_prior_is_used():
     stats, _, _ = _stats()
-    tight = bd.fit(stats, prior=Prior(m=[0.3, -0.2], C=1e-10)).posterior.attrs["posterior_mean"]
+    tight = bd.fit(stats, "fast", prior=Prior(m=[0.3, -0.2], C=1e-10)).posterior.attrs["posterior_mean"]
     np.testing.assert_allclose(tight, [0.3, -0.2], atol=1e-6)
 
 
@@ -96,8 +98,10 @@ def test_method_and_mechanism_errors():
     ada, _, _ = _stats(fn=bd.release_adassp)
     with pytest.raises(ValueError, match="needs statistics released with bayes_dpreg.release "):
         bd.fit(ada, method="fast")
-    with pytest.raises(TypeError, match="method 'fast'"):
-        bd.fit(stats, bogus=1)
+    with pytest.raises(TypeError, match="method 'fast'.*bogus"):
+        bd.fit(stats, "fast", bogus=1)
+    with pytest.raises(TypeError, match="method 'normalx-nuts'.*sigma2"):
+        bd.fit(stats, sigma2="text")
     with pytest.raises(ValueError, match="num_samples"):
         bd.fit(stats, num_samples=0)
     with pytest.raises(ValueError, match="coef_names"):
@@ -118,19 +122,19 @@ def test_parties_with_different_d_are_rejected():
 def test_fit_from_files(tmp_path):
     stats, _, _ = _stats()
     paths = [s.save(tmp_path / f"p{j}.json") for j, s in enumerate(stats)]
-    a = bd.fit([bd.load_stats(p) for p in paths], seed=3)
-    b = bd.fit(stats, seed=3)
+    a = bd.fit([bd.load_stats(p) for p in paths], "fast", seed=3)
+    b = bd.fit(stats, "fast", seed=3)
     np.testing.assert_array_equal(a.posterior["theta"].values, b.posterior["theta"].values)
 
 
 @pytest.mark.parametrize("name", ["default", "alparslan2023", "alparslan2023_text"])
 def test_model_files_load(name):
     spec = load_model(MODELS / f"{name}.toml")
-    pr = spec.prior.resolve(3)
-    assert pr.C.shape == (3, 3) and pr.kappa == 4.0
-    assert spec.fit["method"] == "fast"
     stats, _, _ = _stats(d=3)
-    bd.fit(stats, prior=MODELS / f"{name}.toml", num_samples=10)
+    pr = spec.prior.resolve(3, bd.prior_scales(stack_stats(stats)))
+    assert pr.C.shape == (3, 3) and pr.kappa == 4.0
+    assert spec.fit["method"] == ("normalx-nuts" if name == "default" else "fast")
+    bd.fit(stats, "fast", prior=MODELS / f"{name}.toml", num_samples=10)
 
 
 def test_default_model_file_is_the_default_prior():
@@ -161,7 +165,7 @@ def test_bad_model_files(tmp_path, text, match):
     p = tmp_path / "m.toml"
     p.write_text(text)
     with pytest.raises(ValueError, match=match):
-        load_model(p).prior.resolve(2)
+        load_model(p).prior.resolve(2, bd.PriorScales(1.0, np.ones(2)))
 
 
 def test_every_hyperparameter_settable():

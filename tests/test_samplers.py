@@ -13,6 +13,7 @@ from bayes_dpreg.closed_form import collapsed_log_lik, fast_posterior, party_ter
 from bayes_dpreg.linalg import spd_inverse
 from bayes_dpreg.models import ModelData, fixeds_model, log_target_S, normalx_model, prior_dists
 from bayes_dpreg.prior import Prior
+from bayes_dpreg.release import stack_stats
 from bayes_dpreg.sbc import sbc, simulate_from_prior
 
 PRIOR = Prior(m=[0.1, -0.2, 0.3], C=2.0, a=3.0, b=2.0, Lambda=[[2.0, 0.3, 0.0], [0.3, 1.5, 0.1], [0.0, 0.1, 1.0]],
@@ -96,7 +97,7 @@ SBC_CASES = {  # method, kernel settings, replications, warm-up, thinning
     "fixeds": ("fixeds", {}, 200, 300, 5),
     "normalx": ("normalx", {}, 200, 300, 5),
     "normalx-algorithm1": ("normalx", {"collapse_theta": False, "level_moves": False}, 200, 300, 5),
-    "normalx-hmc": ("normalx-hmc", {}, 100, 200, 2),
+    "normalx-nuts": ("normalx-nuts", {}, 100, 200, 1),
 }
 
 
@@ -109,7 +110,7 @@ def test_sbc_small(case):
     method, extra, reps, warmup, thin = SBC_CASES[case]
     sig = bd.calibrate(1.0, 1e-5, 1.0, 1.0).sigma_S
     res = sbc(jax.random.key(1), method, SBC_PRIOR.resolve(2), np.array([30, 30]), sig, sig, replications=reps,
-              settings=kernels.Settings(num_warmup=warmup, **extra), thin=thin)
+              num_warmup=warmup, options=extra, thin=thin)
     assert len(res.pvalues) == (3 if method == "fixeds" else 5)
     assert min(res.pvalues.values()) > 1e-3, res.pvalues
 
@@ -141,16 +142,25 @@ def test_fit_mcmc_structure(method):
     assert post.attrs["method"] == method and post.attrs["num_warmup"] == 200
 
 
-def test_fit_normalx_hmc_structure():
+def test_fit_normalx_nuts_structure():
     stats = _released()
-    idata = bd.fit(stats, method="normalx-hmc", num_warmup=100, num_samples=100, num_chains=2, seed=2)
+    idata = bd.fit(stats, method="normalx-nuts", num_warmup=150, num_samples=100, num_chains=2, seed=2)
     post, ss = idata.posterior, idata.sample_stats
     assert post["S"].shape == (2, 100, 3, 2, 2) and post["Sigma_x"].shape == (2, 100, 2, 2)
     assert post["sigma2"].shape == (2, 100) and post["theta"].shape == (2, 100, 2)
-    assert set(ss.data_vars) >= {"diverging", "accept_prob", "num_steps"}
-    assert post.attrs["gibbs_sites"] == "theta" and post.attrs["divergences"] == int(ss["diverging"].sum())
-    literal = bd.fit(stats, method="normalx-hmc", num_warmup=20, num_samples=20, num_chains=1, gibbs_sigma_x=True)
-    assert literal.posterior.attrs["gibbs_sites"] == "theta, Sigma_x"
+    assert set(ss.data_vars) >= {"diverging", "acceptance_rate", "n_steps", "tree_depth", "energy", "step_size", "lp"}
+    assert post.attrs["divergences"] == int(ss["diverging"].sum()) and post.attrs["method"] == "normalx-nuts"
+    np.testing.assert_allclose(post["S"].values[..., 0, 1], post["S"].values[..., 1, 0])
+    assert np.all(np.linalg.eigvalsh(post["S"].values) > 0)
+
+
+def test_default_method_is_normalx_nuts_with_the_autoscaled_prior():
+    stats = _released()
+    idata = bd.fit(stats, num_warmup=150, num_samples=100, num_chains=2)
+    at = idata.posterior.attrs
+    assert at["method"] == bd.DEFAULT_METHOD == "normalx-nuts" and at["prior_autoscaled"] == 1
+    scales = bd.prior_scales(stack_stats(stats))
+    np.testing.assert_allclose(at["prior_theta_sd"], scales.y_bound / np.sqrt(4 * 2 * scales.feature_ms))
 
 
 def test_fit_mcmc_agrees_with_fast_when_noise_is_small():
@@ -161,7 +171,7 @@ def test_fit_mcmc_agrees_with_fast_when_noise_is_small():
     stats = [bd.release(Xj, yj, epsilon=1e4, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j)
              for j, (Xj, yj) in enumerate(bd.split_parties(X, y, 2))]
     ols = np.linalg.lstsq(X, y, rcond=None)[0]
-    for method in ("normalx", "fixeds"):
+    for method in ("normalx-nuts", "normalx", "fixeds"):
         idata = bd.fit(stats, method=method, prior=Prior(C=100.0), num_warmup=300, num_samples=500, num_chains=2)
         np.testing.assert_allclose(idata.posterior["theta"].mean(("chain", "draw")), ols, rtol=0.05, atol=0.02)
 

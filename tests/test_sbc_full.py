@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 import bayes_dpreg as bd
-from bayes_dpreg import kernels
 from bayes_dpreg.prior import Prior
 from bayes_dpreg.sbc import sbc
 
@@ -13,7 +12,7 @@ CASES = {
     "normalx": ("normalx", {}, 500, 10),
     "normalx-algorithm1": ("normalx", {"collapse_theta": False, "level_moves": False}, 500, 10),
     "fixeds": ("fixeds", {}, 500, 10),
-    "normalx-hmc": ("normalx-hmc", {}, 200, 2),
+    "normalx-nuts": ("normalx-nuts", {}, 500, 2),
 }
 
 
@@ -24,6 +23,6 @@ def test_sbc_full(case):
     pr = Prior(m=0.0, C=1.0, a=3.0, b=2.0, Lambda=3.0, kappa=6.0).resolve(2)
     sig = bd.calibrate(1.0, 1e-5, 1.0, 1.0).sigma_S
     res = sbc(jax.random.key(2026), method, pr, np.array([30, 30]), sig, sig, replications=reps, thin=thin,
-              settings=kernels.Settings(num_warmup=500, **extra))
+              num_warmup=500, options=extra)
     # five tests per sampler: a family-wise 1% level
     assert min(res.pvalues.values()) > 0.002, res.pvalues

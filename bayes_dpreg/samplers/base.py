@@ -1,0 +1,238 @@
+"""The sampler descriptor and the one chain driver every MCMC method runs on.
+
+A method of :func:`bayes_dpreg.fit` is a :class:`Sampler`: what it needs from the
+released statistics (mechanism, Wishart ``n_j > d + 1``, centred features or an
+intercept), its label and defaults, and ``run``, which turns stacked statistics
+and a resolved prior into posterior draws (:class:`MethodResult`). MCMC methods
+also expose their kernel as a :class:`ChainKernel` of pure functions, in the
+style of BlackJAX (``init``/``step`` on a NamedTuple state, ``draws`` and
+``info`` read off it), so that one driver runs them all:
+
+* :func:`run_chains` -- ``num_chains`` chains of one data set, for ``fit``;
+* :func:`run_batched` -- chains of many data sets at once (``vmap``), for the
+  replication studies (coverage, SBC, the paper's figures).
+
+Both advance the chains in chunks of :data:`CHUNK` iterations through one
+compiled ``lax.scan``: the kernel is traced once per (kernel, settings, chunk
+length); data, prior and states enter as arguments, so a second fit with the
+same shapes compiles nothing, and a progress bar needs no host callbacks.
+Warm-up is the kernel's business (its state counts iterations); the driver
+keeps the draws after ``num_warmup``.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array, lax
+
+__all__ = ["MethodResult", "ChainKernel", "Sampler", "run_chains", "run_batched", "CHUNK"]
+
+CHUNK = 100  # iterations per compiled call
+
+
+class MethodResult(NamedTuple):
+    """What a method returns: arrays with leading ``(chain, draw)`` axes."""
+
+    posterior: dict[str, np.ndarray]
+    attrs: dict[str, Any]
+    sample_stats: dict[str, np.ndarray] | None = None
+
+
+class ChainKernel(NamedTuple):
+    """A Markov kernel as pure functions (hashable: module-level functions only).
+
+    ``init(key, data, prior, settings) -> state``; ``step(state, data, prior, settings) -> state``;
+    ``draws(state, data, prior, key) -> {name: array}`` (the posterior draw held by a
+    state; the key is for exact conditional draws such as ``theta`` given the rest);
+    ``info(state) -> {name: array}`` (sample statistics of the last step).
+    ``vectorize``: chains are ``vmap``-ped (cheap, loop-free kernels) or run one after
+    another through the same compiled function (NUTS, whose trees differ in length)."""
+
+    init: Callable[..., Any]
+    step: Callable[..., Any]
+    draws: Callable[..., dict]
+    info: Callable[..., dict]
+    vectorize: bool = True
+
+
+Runner = Callable[..., MethodResult]
+
+
+@dataclass(frozen=True)
+class Sampler:
+    """One method of :func:`bayes_dpreg.fit`, declared in one place.
+
+    ``run(st, pr, key, num_chains, num_samples, num_warmup, **options) -> MethodResult``
+    with ``st`` the stacked statistics and ``pr`` the resolved prior.
+    ``kind``: ``"mcmc"`` (R-hat/ESS are checked), ``"exact"`` (independent draws) or
+    ``"point"`` (one point estimate). ``mechanisms``: the releases it accepts.
+    ``needs_wishart``: models ``S_j ~ W(Sigma_x, n_j)`` (``n_j > d + 1``).
+    ``centred_features``: models zero-mean features (rejects ``intercept=True`` releases);
+    ``needs_intercept``: needs them (its prior has ``d + 1`` coefficients).
+    ``models_release_noise``: the posterior accounts for the noise in ``S~_j`` (the
+    property coverage depends on). ``kernel``, ``data(st)`` (the kernel's data from stacked
+    statistics) and ``settings(options, d, num_warmup) -> (settings, other options)``
+    give SBC and the replication studies the bare chain; ``sbc_exact_S``: under SBC the
+    kernel is given the exact ``S_j`` (the model of the fixed-S methods)."""
+
+    name: str
+    label: str
+    summary: str
+    run: Runner
+    kind: str = "mcmc"
+    mechanisms: tuple[str, ...] = ("ssp", "bs")
+    needs_wishart: bool = False
+    centred_features: bool = False
+    needs_intercept: bool = False
+    models_release_noise: bool = False
+    num_warmup: int = 1000
+    num_samples: int = 1000
+    kernel: ChainKernel | None = None
+    data: Callable[[Any], Any] | None = None
+    settings: Callable[[dict, int, int], tuple[Any, dict]] | None = None
+    sbc_exact_S: bool = False
+    options: tuple[str, ...] = field(default_factory=tuple)
+
+
+# -- the driver ------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=64)
+def _compiled_init(kernel: ChainKernel, settings: Any, batched: bool) -> Callable:
+    one = lambda key, data, pr: kernel.init(key, data, pr, settings)
+    return jax.jit(jax.vmap(one, (0, None, None)) if batched else one)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_advance(kernel: ChainKernel, settings: Any, length: int, batched: bool, keep: tuple | None) -> Callable:
+    """``length`` iterations of one chain (or a vmapped batch of chains sharing ``data``)."""
+
+    def one(state, data, pr, key):
+        def body(s, k):
+            s = kernel.step(s, data, pr, settings)
+            out = kernel.draws(s, data, pr, k)
+            if keep is not None:
+                out = {name: out[name] for name in keep}
+            return s, (out, kernel.info(s))
+
+        return lax.scan(body, state, jax.random.split(key, length))
+
+    return jax.jit(jax.vmap(one, (0, None, None, 0)) if batched else one)
+
+
+def _chunks(total: int) -> list[int]:
+    size = min(CHUNK, total)
+    return [size] * (-(-total // size))
+
+
+def run_chains(kernel: ChainKernel, data: Any, pr: Any, settings: Any, key: Array, *, num_chains: int,
+               num_warmup: int, num_samples: int, thin: int = 1, progress_bar: bool = False,
+               keep: Sequence[str] | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Run ``num_chains`` chains on one data set: draws and sample statistics, each
+    ``(chain, draw, ...)``, after ``num_warmup`` iterations, every ``thin``-th."""
+    total = num_warmup + num_samples * thin
+    sizes = _chunks(total)
+    keep_t = tuple(keep) if keep is not None else None
+    keys = jax.random.split(key, num_chains)
+    bar = _progress(progress_bar, total * num_chains)
+    if kernel.vectorize:
+        init = _compiled_init(kernel, settings, True)
+        advance = _compiled_advance(kernel, settings, sizes[0], True, keep_t)
+        parts = _advance_all(advance, init(keys, data, pr), data, pr, keys, sizes, bar, num_chains)
+        out = jax.tree.map(lambda *a: np.concatenate(a, axis=1), *parts)
+    else:
+        init = _compiled_init(kernel, settings, False)
+        advance = _compiled_advance(kernel, settings, sizes[0], False, keep_t)
+        chains = []
+        for k in keys:
+            parts = _advance_all(advance, init(k, data, pr), data, pr, k, sizes, bar, 1)
+            chains.append(jax.tree.map(lambda *a: np.concatenate(a, axis=0), *parts))
+        out = jax.tree.map(lambda *a: np.stack(a), *chains)
+    if bar is not None:
+        bar.close()
+    draws, info = jax.tree.map(lambda a: a[:, num_warmup:total:thin], out)
+    return draws, info
+
+
+def _advance_all(advance: Callable, state: Any, data: Any, pr: Any, key: Array, sizes: list[int], bar: Any,
+                 width: int) -> list:
+    parts = []
+    for i, size in enumerate(sizes):
+        k = jax.vmap(lambda kk: jax.random.fold_in(kk, i))(key) if key.ndim else jax.random.fold_in(key, i)
+        state, out = advance(state, data, pr, k)
+        parts.append(jax.tree.map(np.asarray, out))
+        if bar is not None:
+            bar.update(size * width)
+    return parts
+
+
+def _progress(enabled: bool, total: int) -> Any:
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="it", desc="sampling")
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled_batch(kernel: ChainKernel, settings: Any, num_chains: int, num_warmup: int, num_draws: int, thin: int,
+                    keep: tuple) -> Callable:
+    def one_chain(key, data, pr):
+        state = kernel.init(key, data, pr, settings)
+        state = lax.fori_loop(0, num_warmup, lambda i, s: kernel.step(s, data, pr, settings), state)
+        k_draws = jax.random.fold_in(key, 1)
+        zero = {n: jnp.zeros_like(v) for n, v in _kept(kernel.draws(state, data, pr, k_draws), keep).items()}
+
+        def inner(i, c):
+            s, total, k = c
+            s = kernel.step(s, data, pr, settings)
+            out = _kept(kernel.draws(s, data, pr, jax.random.fold_in(k, i)), keep)
+            return s, jax.tree.map(jnp.add, total, out), k
+
+        def outer(c, k):
+            s, total = c
+            s, total, _ = lax.fori_loop(0, thin, inner, (s, total, k))
+            return (s, total), (_kept(kernel.draws(s, data, pr, jax.random.fold_in(k, thin)), keep), kernel.info(s))
+
+        (_, total), out = lax.scan(outer, (state, zero), jax.random.split(k_draws, num_draws))
+        return out + (jax.tree.map(lambda a: a / (num_draws * thin), total),)
+
+    def one_replication(key, data, pr):
+        keys = key[None] if num_chains == 1 else jax.random.split(key, num_chains)
+        return jax.vmap(one_chain, (0, None, None))(keys, data, pr)
+
+    return jax.jit(jax.vmap(one_replication))
+
+
+def _kept(draws: dict, keep: tuple) -> dict:
+    return {n: draws[n] for n in keep}
+
+
+def run_batched(kernel: ChainKernel, data: Any, pr: Any, settings: Any, key: Array, *, num_chains: int,
+                num_warmup: int, num_samples: int, thin: int = 1, keep: Sequence[str] = ("theta",),
+                batch: int | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Chains of ``R`` data sets at once: ``data`` and ``pr`` carry a leading replication
+    axis. Returns, for the sites in ``keep``, every ``thin``-th draw after warm-up
+    ``(R, chain, num_samples, ...)``, the sample statistics at those draws, and the mean over
+    all ``num_samples * thin`` post-warm-up iterations ``(R, chain, ...)``. ``batch``
+    replications per compiled call (default: all). With one chain, replication ``r``'s chain
+    starts from ``split(key, R)[r]`` itself."""
+    R = jax.tree.leaves(data)[0].shape[0]
+    batch = batch or R
+    fn = _compiled_batch(kernel, settings, num_chains, num_warmup, num_samples, thin, tuple(keep))
+    keys = jax.random.split(key, R)
+    parts = []
+    for i in range(0, R, batch):
+        sl = lambda a: a[i:i + batch]
+        parts.append(jax.tree.map(np.asarray, fn(keys[i:i + batch], jax.tree.map(sl, data), jax.tree.map(sl, pr))))
+    return jax.tree.map(lambda *a: np.concatenate(a), *parts)
+
+
+def stack_trees(trees: Sequence[Any]) -> Any:
+    """Stack pytrees of equal structure on a new leading axis."""
+    return jax.tree.map(lambda *a: jnp.stack([jnp.asarray(x) for x in a]), *trees)

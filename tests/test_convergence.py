@@ -1,0 +1,97 @@
+"""Convergence is never silent; the fixed-S methods warn where the release noise matters; the default prior."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import bayes_dpreg as bd
+from bayes_dpreg.diagnostics import convergence, noise_to_signal
+from bayes_dpreg.prior import PriorScales, prior_scales
+from bayes_dpreg.release import stack_stats
+
+
+def _stats(eps=1.0, n=6000, J=3, seed=0):
+    sim = bd.simulate(n, 2, seed=seed)
+    X = sim.X / np.linalg.norm(sim.X, axis=1).max()
+    y = sim.y / np.abs(sim.y).max()
+    return [bd.release(Xj, yj, epsilon=eps, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j)
+            for j, (Xj, yj) in enumerate(bd.split_parties(X, y, J))]
+
+
+def test_a_short_fit_raises_a_convergence_warning_naming_the_worst_quantity():
+    with pytest.warns(bd.ConvergenceWarning, match=r"max R-hat .*\((theta|sigma2).*\).*do not report"):
+        idata = bd.fit(_stats(), num_warmup=10, num_samples=20)
+    assert idata.posterior.attrs["converged"] == 0
+
+
+def test_a_converged_fit_raises_none():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", bd.ConvergenceWarning)
+        idata = bd.fit(_stats(), seed=3)
+    at = idata.posterior.attrs
+    assert at["converged"] == 1 and at["max_rhat"] <= 1.01 and at["min_ess_bulk"] >= 400
+
+
+def test_the_mh_samplers_are_checked_too():
+    with pytest.warns(bd.ConvergenceWarning, match="method 'normalx'"):
+        bd.fit(_stats(), "normalx", num_warmup=5, num_samples=10)
+
+
+def test_convergence_summary_has_every_scalar():
+    idata = bd.fit(_stats(), "fixeds", num_warmup=200, num_samples=200, coef_names=["a", "b"])
+    conv = convergence(idata)
+    assert set(conv.r_hat) == {"theta[a]", "theta[b]", "sigma2"}
+    assert conv.ess_min == 400 and conv.num_chains == 4
+    assert "R-hat" not in conv.message("fixeds") or not conv.ok
+
+
+def test_fast_and_fixeds_warn_when_the_noise_is_not_negligible_and_not_when_it_is():
+    with pytest.warns(bd.NoiseWarning, match="noise-to-signal .* 'normalx-nuts'"):
+        bd.fit(_stats(eps=1.0), "fast")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", bd.NoiseWarning)
+        idata = bd.fit(_stats(eps=1e6), "fast")
+    assert max(idata.posterior.attrs["noise_to_signal"]) < 0.1
+
+
+def test_noise_to_signal_is_the_noise_norm_over_the_smallest_eigenvalue():
+    S = np.array([[[4.0, 0.0], [0.0, 1.0]], [[1.0, 2.0], [2.0, 1.0]]])
+    r = noise_to_signal(S, np.array([0.1, 0.1]))
+    np.testing.assert_allclose(r[0], 2 * np.sqrt(2) * 0.1 / 1.0)
+    assert np.isinf(r[1])
+
+
+def test_the_default_prior_is_scaled_to_the_bounds_and_the_release():
+    stats = _stats()
+    sc = prior_scales(stack_stats(stats))
+    assert sc.y_bound == 1.0 and sc.feature_ms.shape == (2,)
+    exact = sum(np.diag(s.S) for s in stats) / sum(s.n for s in stats)
+    noise = 2 * np.sqrt(sum(s.sigma_S**2 for s in stats)) / sum(s.n for s in stats)
+    np.testing.assert_allclose(sc.feature_ms, np.clip(exact, noise, 1.0))
+    pr = bd.Prior().resolve(2, sc)
+    np.testing.assert_allclose(np.diag(pr.C), 1.0 / (4 * 2 * sc.feature_ms))
+    assert (pr.a, pr.b) == (1.0, (1.0 / 20) ** 2)
+    np.testing.assert_allclose(pr.Lambda, np.diag(sc.feature_ms))
+    # a given hyperparameter is kept; auto ones need the scales
+    assert bd.Prior(C=2.0).resolve(2, sc).C[0, 0] == 2.0
+    with pytest.raises(ValueError, match="'auto' hyperparameters"):
+        bd.Prior().resolve(2)
+    with pytest.raises(ValueError, match="prior C must be"):
+        bd.Prior(C="automatic")
+    with pytest.raises(ValueError, match="prior b must be"):
+        bd.Prior(b="x")
+
+
+def test_feature_scales_are_floored_at_the_noise_and_capped_at_the_bound():
+    st = stack_stats(_stats(eps=0.01, n=300))
+    sc = prior_scales(st)
+    floor = 2 * np.sqrt((st.sigma_S**2).sum()) / st.n.sum()
+    assert np.all(sc.feature_ms >= min(floor, 1.0)) and np.all(sc.feature_ms <= 1.0)
+
+
+def test_intercept_prior_gives_the_intercept_the_y_scale():
+    sc = PriorScales(2.0, np.array([1.0, 0.5, 4.0]))  # [1, x] statistics: E[1^2] = 1
+    pr = bd.Prior().resolve_intercept(2, sc)
+    np.testing.assert_allclose(np.diag(pr.C), 4.0 / (4 * 3 * np.array([1.0, 0.5, 4.0])))
+    np.testing.assert_allclose(pr.Lambda, np.diag([0.5, 4.0]))

@@ -1,0 +1,114 @@
+"""normalx-nuts: its density is the model's (theta integrated out) plus the change of variables, its
+coordinates invert, it recovers the exact posterior where one exists, and it is calibrated (SBC)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import bayes_dpreg as bd
+from bayes_dpreg import kernels
+from bayes_dpreg.closed_form import collapsed_log_lik, party_terms, theta_conditional
+from bayes_dpreg.models import prior_dists
+from bayes_dpreg.prior import Prior
+from bayes_dpreg.samplers import normalx_nuts as nn
+from bayes_dpreg.sbc import sbc, simulate_from_prior
+
+PRIOR = Prior(m=[0.1, -0.2, 0.3], C=2.0, a=3.0, b=2.0, Lambda=[[2.0, 0.3, 0.0], [0.3, 1.5, 0.1], [0.0, 0.1, 1.0]],
+              kappa=7.0)
+
+
+def _problem(seed, n=(25.0, 40.0, 33.0)):
+    pr = PRIOR.resolve(3)
+    n = jnp.asarray(n)
+    J = n.shape[0]
+    params, data = simulate_from_prior(jax.random.key(seed), pr, n, jnp.full(J, 4.0), jnp.full(J, 3.0))
+    return pr, params, data, nn.reference(data)
+
+
+def _flat(z):
+    return jnp.concatenate([z["v"], z["c"].ravel(), z["ls2"][None]])
+
+
+def _unflat(x, J, p):
+    return {"v": x[:p], "c": x[p:p + J * p].reshape(J, p), "ls2": x[-1]}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_density_is_the_model_density_plus_the_log_jacobian(seed):
+    """log_density(z1) - log_density(z2) equals the model's theta-marginal density (checked against
+    the NumPyro model in test_samplers) plus log|d(Sigma_x, S, sigma2)/dz|, differentiated numerically."""
+    pr, params, data, ref = _problem(seed)
+    J, d = data.z_tilde.shape
+    p = d * (d + 1) // 2
+    iu = np.triu_indices(d)
+
+    def constrained(x):
+        L, _, S, s2 = nn.unpack(_unflat(x, J, p), data, ref)
+        Sx = L @ L.T
+        return jnp.concatenate([Sx[iu], S[:, iu[0], iu[1]].ravel(), s2[None]])
+
+    def reference_density(x):
+        L, _, S, s2 = nn.unpack(_unflat(x, J, p), data, ref)
+        marg = kernels._level_target(S, L @ L.T, s2, data, pr) + prior_dists(pr)["sigma2"].log_prob(s2)
+        return marg + jnp.linalg.slogdet(jax.jacfwd(constrained)(x))[1]
+
+    x1 = _flat(nn.to_unconstrained(params["Sigma_x"], params["S"], params["sigma2"], data, ref))
+    x2 = x1 + 0.3 * jax.random.normal(jax.random.key(seed + 5), x1.shape)
+    ours = nn.log_density(_unflat(x1, J, p), data, pr, ref) - nn.log_density(_unflat(x2, J, p), data, pr, ref)
+    np.testing.assert_allclose(ours, reference_density(x1) - reference_density(x2), rtol=1e-9, atol=1e-8)
+
+
+def test_coordinates_invert():
+    pr, params, data, ref = _problem(2)
+    z = nn.to_unconstrained(params["Sigma_x"], params["S"], params["sigma2"], data, ref)
+    L, _, S, s2 = nn.unpack(z, data, ref)
+    np.testing.assert_allclose(L @ L.T, params["Sigma_x"], rtol=1e-10)
+    np.testing.assert_allclose(S, params["S"], rtol=1e-9)
+    np.testing.assert_allclose(s2, params["sigma2"], rtol=1e-12)
+
+
+def test_recovers_the_exact_posterior_when_the_noise_vanishes():
+    """eps huge: S~ = S exactly, and theta's posterior is a scale mixture over sigma_y^2 of the
+    Gaussians of eq. (12), computed here by quadrature on a grid of log sigma_y^2 (weights:
+    IG prior times the collapsed z~ likelihood, closed_form.collapsed_log_lik)."""
+    sim = bd.simulate(5000, 2, seed=11)
+    X = sim.X / np.linalg.norm(sim.X, axis=1).max()
+    y = sim.y / np.abs(sim.y).max()
+    stats = [bd.release(Xj, yj, epsilon=1e7, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j)
+             for j, (Xj, yj) in enumerate(bd.split_parties(X, y, 2))]
+    prior = Prior(C=100.0, a=2.0, b=0.01, Lambda=1.0)
+    idata = bd.fit(stats, prior=prior, num_warmup=500, num_samples=1000, seed=1)
+    assert idata.posterior.attrs["converged"] == 1
+    pr = prior.resolve(2)
+    S = jnp.asarray(np.stack([Xj.T @ Xj for Xj, _ in bd.split_parties(X, y, 2)]))
+    z = jnp.asarray(np.stack([s.z for s in stats]))
+    sz2 = jnp.asarray([s.sigma_z**2 for s in stats])
+    Cinv = jnp.linalg.inv(jnp.asarray(pr.C))
+    grid = jnp.linspace(-12.0, 2.0, 4001)
+
+    def at(ls2):
+        s2 = jnp.exp(ls2)
+        t = party_terms(S, z, s2, sz2)
+        lw = collapsed_log_lik(t.U.sum(0), t.u.sum(0), t.c.sum(0), jnp.asarray(pr.m), Cinv, 4)
+        lw = lw + prior_dists(pr)["sigma2"].log_prob(s2) + ls2
+        post = theta_conditional(S, z, s2, sz2, jnp.asarray(pr.m), Cinv)
+        return lw, post.mean, post.cov
+
+    lw, means, covs = jax.vmap(at)(grid)
+    w = np.exp(np.asarray(lw) - np.max(lw))
+    w /= w.sum()
+    mean = (w[:, None] * np.asarray(means)).sum(0)
+    var = (w[:, None] * (np.diagonal(np.asarray(covs), axis1=1, axis2=2) + np.asarray(means) ** 2)).sum(0) - mean**2
+    th = idata.posterior["theta"].values.reshape(-1, 2)
+    sd = np.sqrt(var)
+    assert np.all(np.abs(th.mean(0) - mean) < 5 * sd / np.sqrt(1000)), (th.mean(0), mean, sd)
+    np.testing.assert_allclose(th.std(0), sd, rtol=0.08)
+
+
+def test_sbc_with_large_parties_and_heavy_noise():
+    """The regime non-centring is for: n_j = 2000, release noise far above the Wishart spread of S_j."""
+    pr = Prior(m=0.0, C=1.0, a=3.0, b=2.0, Lambda=3.0, kappa=6.0).resolve(2)
+    res = sbc(jax.random.key(7), "normalx-nuts", pr, np.array([2000, 2000, 2000]), 400.0, 400.0,
+              replications=100, num_warmup=200, thin=1)
+    assert min(res.pvalues.values()) > 1e-3, res.pvalues
