@@ -8,7 +8,8 @@ from bayes_dpreg.cli import main
 def test_demo(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    for word in ("temperature", "humidity", "95% lower", "OLS (non-private)", "sigma_S", "clipping"):
+    for word in ("temperature", "humidity", "95% lower", "OLS (non-private)", "sigma_S", "clipping", "normalx-nuts",
+                 "r_hat", "ess_bulk", "convergence: max R-hat"):
         assert word in out
     assert (tmp_path / "demo_posterior.png").stat().st_size > 10_000
 
@@ -26,8 +27,12 @@ def test_release_then_fit(tmp_path, capsys):
                      "--y-bound", "1", "-o", str(out)]) == 0
         files.append(str(out))
     nc = tmp_path / "post.nc"
-    assert main(["fit", *files, "--num-samples", "50", "-o", str(nc)]) == 0
+    assert main(["fit", *files, "--method", "fast", "--num-samples", "50", "-o", str(nc)]) == 0
     assert "theta_0" in capsys.readouterr().out and nc.exists()
+    assert main(["fit", *files, "--num-warmup", "10", "--num-samples", "20"]) == 0
+    captured = capsys.readouterr()
+    assert "r_hat" in captured.out and "NOT CONVERGED" in captured.out
+    assert "ConvergenceWarning" in captured.err
 
 
 def test_sigma_table(capsys):

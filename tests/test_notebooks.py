@@ -19,4 +19,6 @@ def test_notebook_runs(path, monkeypatch):
     namespace: dict = {}
     for cell in cells:
         if cell["cell_type"] == "code":
-            exec(compile("".join(cell["source"]), f"{path.name}", "exec"), namespace)
+            text = "".join(cell["source"])
+            source = "".join(line for line in text.splitlines(keepends=True) if not line.startswith("%"))
+            exec(compile(source, f"{path.name}", "exec"), namespace)

@@ -1,0 +1,329 @@
+"""Coverage of credible intervals and error of the posterior mean, for every method, through ``bayes_dpreg.fit``.
+
+    python benchmarks/coverage.py --suite paper|small|real [--reps 200] [--workers 2]
+        [--methods normalx-nuts fixeds ...] [--cells ID ...] [--out docs/results/coverage]
+
+Every replication redraws the truth (where it is random), the data (where simulated) and
+the release noise, then fits each method exactly as a user would (``fit`` with its
+default settings and 4 chains). Per replication and method: the fraction of coefficients
+inside the central 50/90/95% intervals, mean interval widths, squared error of the
+posterior mean, max R-hat, min bulk ESS, divergences, and seconds per fit.
+
+Suites (bounds at the data's maxima, as in the paper; ``delta = 1e-5``):
+
+* ``paper``: the paper's simulation (Sec. 5.1): ``n = 1e5``, ``d`` in {2, 5}, ``J`` in
+  {1, 5, 10}, eps in {0.5, 1, 5}; ``theta ~ N(0, I)``, ``Sigma_x ~ IW(V^T V, d + 1)``,
+  ``sigma_y = 1``; fitted with the default (autoscaled) prior.
+* ``small``: small parties, ``d = 3``, ``J = 3``, ``n_j`` in {100, 300, 1000}, eps in
+  {0.3, 1, 3}; truth drawn from the prior the fit is given:
+  ``theta ~ N(0, 0.5^2 I)``, ``sigma_y^2 ~ IG(3, 0.5)``, ``Sigma_x ~ IW(2 I, 6)``.
+* ``real``: rows of power plant and bike sharing (``../shared/data``, the paper's
+  preprocessing), ``J = 5`` consecutive blocks or a random split, eps = 1;
+  ``sigma_y^2 ~ IG(3, 0.02)`` and ``theta ~ N(0, tau^2 I)``: ``matched`` (tau = 0.2, fitted with
+  ``Prior(C=0.04, a=3, b=0.02)``) and ``default`` with tau in {0.04, 0.2, 1} (fitted with
+  the default prior).
+
+Outputs under ``--out``: ``{suite}_replications.csv`` (appended as replications finish; a
+rerun skips what is there), ``coverage_{suite}.csv`` (per cell and method, with
+Monte-Carlo standard errors over replications) and ``coverage_{suite}.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import csv
+import functools
+import math
+import multiprocessing
+import os
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+METHODS = ("normalx-nuts", "normalx", "fixeds", "fast", "bs", "adassp")
+LEVELS = (0.5, 0.9, 0.95)
+RELEASE_OF = {"bs": "bs", "adassp": "adassp"}  # others use the plain SSP release
+DATA_FILES = {"power_plant": "power_plant_energy.csv", "bike_sharing": "bike_sharing.csv"}
+
+
+def cells(suite: str) -> list[dict[str, Any]]:
+    if suite == "paper":
+        return [dict(id=f"paper-d{d}-J{J}-eps{eps:g}", suite=suite, d=d, J=J, eps=eps, n=100_000, prior="default")
+                for d in (2, 5) for J in (1, 5, 10) for eps in (0.5, 1.0, 5.0)]
+    if suite == "small":
+        return [dict(id=f"small-n{nj}-eps{eps:g}", suite=suite, d=3, J=3, eps=eps, n=3 * nj, prior="matched")
+                for nj in (100, 300, 1000) for eps in (0.3, 1.0, 3.0)]
+    if suite == "real":
+        out = []
+        for name in DATA_FILES:
+            for split in ("blocks", "random"):
+                for prior, tau in (("matched", 0.2), ("default", 0.04), ("default", 0.2), ("default", 1.0)):
+                    out.append(dict(id=f"real-{name}-{split}-{prior}-tau{tau:g}", suite=suite, data=name, split=split,
+                                    J=5, eps=1.0, tau=tau, prior=prior))
+        return out
+    raise ValueError(f"unknown suite {suite!r}")
+
+
+SMALL_PRIOR = dict(m=0.0, C=0.25, a=3.0, b=0.5, Lambda=2.0, kappa=6.0)
+REAL_MATCHED_PRIOR = dict(C=0.04, a=3.0, b=0.02)
+
+
+@functools.lru_cache(maxsize=None)
+def _real_data(name: str, data_dir: str) -> np.ndarray:
+    import bayes_dpreg as bd
+
+    return bd.load_dataset(Path(data_dir) / DATA_FILES[name], name=name).X_train
+
+
+def replicate(cell: dict[str, Any], rep: int, seed: int, data_dir: str) -> tuple[Any, np.ndarray, Any]:
+    """Data, truth and the prior given to the fit for replication ``rep`` of ``cell``."""
+    import bayes_dpreg as bd
+    from bayes_dpreg.data import paper_scale_matrix
+    from scipy.stats import invwishart
+
+    ss = np.random.SeedSequence(seed, spawn_key=(sum(map(ord, cell["id"])), len(cell["id"]), rep))
+    s_data, s_noise, s_split = ss.spawn(3)
+    rng = np.random.default_rng(s_data)
+    if cell["suite"] == "paper":
+        Lam = paper_scale_matrix(cell["d"], rng)
+        sim = bd.simulate(cell["n"], cell["d"], rng.integers(2**32), Lambda=Lam)
+        X, y, theta = sim.X, sim.y, sim.theta
+        prior = bd.Prior()
+    elif cell["suite"] == "small":
+        d, n = cell["d"], cell["n"]
+        p = SMALL_PRIOR
+        theta = np.sqrt(p["C"]) * rng.standard_normal(d)
+        s2 = p["b"] / rng.gamma(p["a"])
+        Sx = np.atleast_2d(invwishart.rvs(df=p["kappa"], scale=p["Lambda"] * np.eye(d), random_state=rng))
+        X = rng.standard_normal((n, d)) @ np.linalg.cholesky(Sx).T
+        y = X @ theta + np.sqrt(s2) * rng.standard_normal(n)
+        prior = bd.Prior(**p)
+    else:
+        X = _real_data(cell["data"], data_dir)
+        n, d = X.shape
+        theta = cell["tau"] * rng.standard_normal(d)
+        s2 = 0.02 / rng.gamma(3.0)
+        y = X @ theta + np.sqrt(s2) * rng.standard_normal(n)
+        if cell["split"] == "random":
+            perm = np.random.default_rng(s_split).permutation(n)
+            X, y = X[perm], y[perm]
+        prior = bd.Prior(**REAL_MATCHED_PRIOR) if cell["prior"] == "matched" else bd.Prior()
+    return (X, y, s_noise), theta, prior
+
+
+def _releases(X: np.ndarray, y: np.ndarray, J: int, eps: float, s_noise: Any, kinds: set[str]) -> dict[str, list]:
+    import bayes_dpreg as bd
+    from bayes_dpreg.release import release_bs
+
+    xb = float(np.linalg.norm(X, axis=1).max()) * (1 + 1e-12)
+    yb = float(np.abs(y).max()) * (1 + 1e-12)
+    fns = {"ssp": bd.release, "adassp": bd.release_adassp, "bs": release_bs}
+    out = {}
+    parts = bd.split_parties(X, y, J)
+    for kind, sk in zip(sorted(kinds), s_noise.spawn(len(kinds))):
+        out[kind] = [fns[kind](Xj, yj, epsilon=eps, delta=1e-5, x_bound=xb, y_bound=yb, seed=sj)
+                     for (Xj, yj), sj in zip(parts, sk.spawn(J))]
+    return out
+
+
+def run_chunk(cell: dict[str, Any], reps: list[int], methods: tuple[str, ...], seed: int,
+              data_dir: str) -> list[dict[str, Any]]:
+    """Fit every method on replications ``reps`` of ``cell`` (in a worker process)."""
+    import bayes_dpreg as bd
+    from bayes_dpreg.privacy import ClippingWarning
+
+    rows = []
+    for rep in reps:
+        (X, y, s_noise), theta, prior = replicate(cell, rep, seed, data_dir)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ClippingWarning)
+            rel = _releases(X, y, cell["J"], cell["eps"], s_noise, {RELEASE_OF.get(m, "ssp") for m in methods})
+        for m in methods:
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    idata = bd.fit(rel[RELEASE_OF.get(m, "ssp")], m, prior, seed=rep)
+                except (FloatingPointError, ValueError) as exc:
+                    rows.append(dict(cell=cell["id"], rep=rep, method=m, error=str(exc)[:200]))
+                    continue
+            rows.append(_metrics(cell, rep, m, idata, theta, time.perf_counter() - t0))
+    return rows
+
+
+def _metrics(cell: dict[str, Any], rep: int, method: str, idata: Any, theta: np.ndarray, seconds: float) -> dict:
+    post = idata.posterior
+    th = post["theta"].values.reshape(-1, theta.size)
+    at = post.attrs
+    row: dict[str, Any] = dict(cell=cell["id"], rep=rep, method=method, d=theta.size,
+                               sq_error=float(((th.mean(0) - theta) ** 2).mean()),
+                               truth_ms=float((theta**2).mean()), seconds=seconds,
+                               prior_sd=float(np.sqrt(np.mean(np.square(at["prior_theta_sd"])))))
+    if th.shape[0] > 1:
+        for level in LEVELS:
+            lo, hi = np.quantile(th, [(1 - level) / 2, (1 + level) / 2], axis=0)
+            row[f"cover{int(level * 100)}"] = float(((lo <= theta) & (theta <= hi)).mean())
+            row[f"width{int(level * 100)}"] = float((hi - lo).mean())
+    if "max_rhat" in at:
+        row.update(max_rhat=float(at["max_rhat"]), min_ess_bulk=float(at["min_ess_bulk"]),
+                   min_ess_tail=float(at["min_ess_tail"]), converged=int(at["converged"]),
+                   divergences=int(at.get("divergences", 0)))
+    if "noise_to_signal" in at:
+        row["noise_to_signal"] = float(max(at["noise_to_signal"]))
+    return row
+
+
+FIELDS = ["cell", "rep", "method", "d", "cover50", "cover90", "cover95", "width50", "width90", "width95", "sq_error",
+          "truth_ms", "prior_sd", "max_rhat", "min_ess_bulk", "min_ess_tail", "converged", "divergences",
+          "noise_to_signal", "seconds", "error"]
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _append(path: Path, rows: list[dict[str, Any]]) -> None:
+    new = not path.exists()
+    with open(path, "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        if new:
+            w.writeheader()
+        w.writerows(rows)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _num(r: dict, k: str) -> float:
+    v = r.get(k, "")
+    return float(v) if v not in ("", None) else math.nan
+
+
+def summarise(rows: list[dict[str, Any]], cell_order: list[str], methods: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Per cell and method: means over replications with Monte-Carlo standard errors (the sd of the
+    per-replication values over sqrt(R): coefficients of one replication are not independent)."""
+    out = []
+    for cid in cell_order:
+        for m in methods:
+            rs = [r for r in rows if r["cell"] == cid and r["method"] == m]
+            if not rs:
+                continue
+            ok = [r for r in rs if not r.get("error")]
+            s: dict[str, Any] = dict(cell=cid, method=m, reps=len(rs), errors=len(rs) - len(ok))
+            for k in ("cover50", "cover90", "cover95"):
+                v = np.array([_num(r, k) for r in ok])
+                v = v[np.isfinite(v)]
+                s[k] = float(v.mean()) if v.size else math.nan
+                s[k + "_se"] = float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else math.nan
+            for k in ("width50", "width90"):
+                v = np.array([_num(r, k) for r in ok])
+                s[k] = float(np.nanmean(v)) if np.isfinite(v).any() else math.nan
+            se = np.array([_num(r, "sq_error") for r in ok])
+            s["rmse"] = float(np.sqrt(se.mean())) if se.size else math.nan
+            s["rmse_se"] = float(se.std(ddof=1) / np.sqrt(se.size) / (2 * s["rmse"])) if se.size > 1 else math.nan
+            s["rmse_prior_mean"] = float(np.sqrt(np.mean([_num(r, "truth_ms") for r in ok]))) if ok else math.nan
+            s["truth_over_prior_sd"] = float(np.mean([np.sqrt(_num(r, "truth_ms")) / _num(r, "prior_sd")
+                                                      for r in ok])) if ok else math.nan
+            rh = np.array([_num(r, "max_rhat") for r in ok])
+            if np.isfinite(rh).any():
+                s["rhat_gt_1.01"] = float((rh > 1.01).mean())
+                s["ess_lt_400"] = float((np.array([_num(r, "min_ess_bulk") for r in ok]) < 400).mean())
+                s["divergent_fits"] = float((np.array([_num(r, "divergences") for r in ok]) > 0).mean())
+            s["seconds_median"] = float(np.median([_num(r, "seconds") for r in ok])) if ok else math.nan
+            out.append(s)
+    return out
+
+
+def markdown(summary: list[dict[str, Any]]) -> str:
+    head = ("| cell | method | reps | 50% | 90% | 95% | width 90% | RMSE | RMSE of 0 | R-hat > 1.01 | ESS < 400 "
+            "| s / fit |")
+    lines = [head, "|---" * (head.count("|") - 1) + "|"]
+    f = lambda v, nd=3: "" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{nd}f}"
+    for s in summary:
+        cov = lambda k: "" if math.isnan(s[k]) else f"{s[k]:.3f} ± {s[k + '_se']:.3f}"
+        lines.append(f"| {s['cell']} | {s['method']} | {s['reps']} | {cov('cover50')} | {cov('cover90')} | "
+                     f"{cov('cover95')} | {f(s['width90'])} | {f(s['rmse'], 4)} ± {f(s['rmse_se'], 4)} | "
+                     f"{f(s['rmse_prior_mean'], 4)} | {f(s.get('rhat_gt_1.01', math.nan), 3)} | "
+                     f"{f(s.get('ess_lt_400', math.nan), 3)} | {f(s['seconds_median'], 1)} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(out: Path, suite: str, rows: list[dict], cell_order: list[str], methods: tuple[str, ...],
+                  header: str) -> None:
+    summary = summarise(rows, cell_order, methods)
+    if not summary:
+        return
+    keys = list(dict.fromkeys(k for s in summary for k in s))
+    tmp = out / f"coverage_{suite}.csv.tmp"
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(summary)
+    tmp.replace(out / f"coverage_{suite}.csv")
+    (out / f"coverage_{suite}.md").write_text(header + "\n" + markdown(summary))
+
+
+def _machine() -> str:
+    import jax
+
+    return f"{platform.machine()} {os.cpu_count()} CPUs, {platform.system()}, python {platform.python_version()}, " \
+           f"jax {jax.__version__} ({jax.default_backend()})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--suite", required=True, choices=["paper", "small", "real"])
+    ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 1)))
+    ap.add_argument("--chunk", type=int, default=10, help="replications per task")
+    ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    ap.add_argument("--cells", nargs="+", default=None, help="cell ids (default: all of the suite)")
+    ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
+    ap.add_argument("--out", default=str(REPO / "docs" / "results" / "coverage"))
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    methods = tuple(args.methods)
+    all_cells = cells(args.suite)
+    todo_cells = [c for c in all_cells if args.cells is None or c["id"] in args.cells]
+    path = out / f"{args.suite}_replications.csv"
+    done = {(r["cell"], int(r["rep"]), r["method"]) for r in _read(path)}
+    tasks = []
+    for c in todo_cells:
+        missing = [r for r in range(args.reps) if any((c["id"], r, m) not in done for m in methods)]
+        for i in range(0, len(missing), args.chunk):
+            tasks.append((c, missing[i:i + args.chunk]))
+    command = "python benchmarks/coverage.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    header = (f"# Coverage, suite `{args.suite}`\n\ncommand: `{command}`\n\nmachine: {_machine()}\n\n"
+              f"Coverage: mean over replications of the fraction of coefficients inside the central interval, "
+              f"± Monte-Carlo standard error. RMSE: root mean squared error of the posterior mean per coefficient "
+              f"(RMSE of 0: the prior mean's). R-hat/ESS: fraction of fits over the thresholds.\n")
+    print(f"{len(tasks)} tasks ({sum(len(t[1]) for t in tasks)} replications) over {args.workers} workers", flush=True)
+    order = [c["id"] for c in all_cells]
+    t0 = time.perf_counter()
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
+        futs = {pool.submit(run_chunk, c, reps, methods, args.seed, args.data_dir): (c, reps) for c, reps in tasks}
+        for f in concurrent.futures.as_completed(futs):
+            c, reps = futs[f]
+            rows = [r for r in f.result() if (r["cell"], r["rep"], r["method"]) not in done]
+            _append(path, rows)
+            print(f"{c['id']} reps {reps[0]}-{reps[-1]} done ({time.perf_counter() - t0:.0f} s)", flush=True)
+            write_summary(out, args.suite, _read(path), order, methods, header)
+    write_summary(out, args.suite, _read(path), order, methods, header)
+    print((out / f"coverage_{args.suite}.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
