@@ -23,11 +23,14 @@ the No-U-Turn sampler (NumPyro's implementation, :func:`numpyro.infer.hmc.hmc`):
   ``c_j``: ``R_j = sqrt(n_j) (exp(c_ii / sqrt(2 n_j)) on the diagonal, c_ik / sqrt(n_j) below)``,
   about standard normal under the prior, partially centred by how precisely the
   release pins each entry (:func:`unpack`); ``log sigma_y^2``. The mass matrix
-  (``dense_mass="auto"``) is dense up to 32 coordinates and diagonal beyond, where
-  NumPyro's dense transitions cost several times more per step (measured: 8x at 61
-  coordinates for the same tree sizes); ``"full"`` helps when the release is nearly
-  exact (``epsilon`` in the thousands), where curvature leaves correlations the
-  partial centring does not remove.
+  (``dense_mass="auto"``) is dense up to 32 coordinates; beyond, dense on
+  ``(v, log sigma_y^2)`` when ``d <= 7`` (an ill-conditioned ``Sigma_x`` correlates
+  them: 24 leapfrog steps per iteration instead of 63 on the paper's simulation,
+  d = 5, J = 5) and diagonal elsewhere. NumPyro's dense transitions cost several times
+  more per step (8x at 61 coordinates for the same tree sizes), and a dense block of
+  100 or more coordinates is not learnt in the default warm-up. ``"full"`` helps when
+  the release is nearly exact (``epsilon`` in the thousands), where curvature leaves
+  correlations the partial centring does not remove.
 
 The density NUTS sees is the model's log-density (``prior_dists``, ``S_prior_dist``,
 ``S_tilde_dist`` from :mod:`bayes_dpreg.models`; the collapsed ``z~`` likelihood from
@@ -71,7 +74,7 @@ class NutsSettings(NamedTuple):
     num_warmup: int = 500
     target_accept_prob: float = 0.8
     max_tree_depth: int = 10
-    dense_mass: str = "auto"  # "full", "level" (dense on v and log sigma2), "diagonal"; "auto": full up to 32 dims
+    dense_mass: str = "auto"  # "full", "level" (dense on v and log sigma2), "diagonal"; "auto": see _dense_mass
 
 
 class Reference(NamedTuple):
@@ -220,7 +223,7 @@ def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: NutsSettings)
     init_kernel, _ = _nuts(settings)
     state = init_kernel(z0, settings.num_warmup, target_accept_prob=settings.target_accept_prob,
                         max_tree_depth=settings.max_tree_depth,
-                        dense_mass=_dense_mass(settings.dense_mass, p * (J + 1) + 1),
+                        dense_mass=_dense_mass(settings.dense_mass, p * (J + 1) + 1, p + 1),
                         model_args=(data, pr, ref), rng_key=k_nuts)
     return NCState(state, ref)
 
@@ -228,9 +231,13 @@ def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: NutsSettings)
 FULL_DENSE_MAX_DIM = 32  # NumPyro's dense-mass transitions cost 8x more per step at 61 coordinates
 
 
-def _dense_mass(kind: str, dim: int) -> Any:
+def _dense_mass(kind: str, dim: int, level_dim: int) -> Any:
+    """``"auto"``: dense over all coordinates up to 32 of them; else dense over ``(v, log sigma2)``
+    when those are at most 32 (d <= 7), diagonal beyond: a dense block of 100 or more
+    coordinates is not learnt within the default warm-up (bike sharing, d = 14: 188 leapfrog
+    steps per iteration against 31 with a diagonal mass matrix)."""
     if kind == "auto":
-        kind = "full" if dim <= FULL_DENSE_MAX_DIM else "diagonal"
+        kind = "full" if dim <= FULL_DENSE_MAX_DIM else "level" if level_dim <= FULL_DENSE_MAX_DIM else "diagonal"
     return {"full": True, "level": [("v", "ls2")], "diagonal": False}[kind]
 
 
