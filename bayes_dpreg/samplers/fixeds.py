@@ -53,5 +53,7 @@ def run(st: Any, pr: ResolvedPrior, key: jax.Array, num_chains: int, num_samples
 SAMPLER = Sampler(
     name="fixeds", label="MCMC-fixedS",
     summary="theta and sigma_y^2 by Gibbs/MH at S_j = nearestPSD(S~_j) (Alg. 2); ignores the noise in S~",
-    run=run, kernel=KERNEL, data=data, settings=settings, sbc_exact_S=True, options=("target_accept_sigma2", "thinning", "progress_bar"),
+    run=run, kernel=KERNEL, data=data, settings=settings, sbc_exact_S=True,
+    options=("target_accept_sigma2", "adapt_exponent", "adapt_delay", "init_log_step", "update_sigma2", "thinning",
+             "progress_bar"),
 )
