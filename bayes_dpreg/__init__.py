@@ -38,17 +38,33 @@ from .inference import METHODS, NoiseWarning, fit  # noqa: E402
 from .prior import ModelSpec, Prior, PriorScales, load_model, prior_scales  # noqa: E402
 from .samplers import DEFAULT_METHOD, SAMPLERS  # noqa: E402
 from .privacy import (  # noqa: E402
+    ClippingWarning,
+    NotPrivateWarning,
     analytic_gaussian_sigma,
     calibrate,
     classical_gaussian_sigma,
     ssp_sensitivity,
 )
-from .release import NoisyStats, StatsFileError, load_stats, release, release_adassp  # noqa: E402
+from .release import (  # noqa: E402
+    NoisyStats,
+    SeededReleaseWarning,
+    StatsFileError,
+    check_distinct,
+    load_stats,
+    release,
+    release_adassp,
+    release_bs,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ClippingWarning",
     "ConvergenceWarning",
+    "NotPrivateWarning",
+    "SeededReleaseWarning",
+    "check_distinct",
+    "release_bs",
     "DEFAULT_METHOD",
     "NoiseWarning",
     "PriorScales",

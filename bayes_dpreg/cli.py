@@ -1,4 +1,4 @@
-"""Command line: ``bayes-dpreg {demo,release,fit,sigma}``."""
+"""Command line: ``bayes-dpreg {demo,release,budget,fit,sigma,reproduce}``."""
 
 from __future__ import annotations
 
@@ -14,25 +14,42 @@ import numpy as np
 __all__ = ["main"]
 
 
-def _release_all(parts, *, epsilon, delta, x_bound, y_bound, seed):
+def _release_all(parts, *, epsilon, delta, x_bound, y_bound, seed, names=None, mechanism="ssp", intercept=False,
+                 ledger=None, columns=None):
     """Release every party's statistics; collect each party's private clipping report."""
     from .privacy import ClippingWarning
-    from .release import release
+    from .release import release, release_adassp, release_bs
 
     stats, notes = [], []
+    names = names or [f"party{j + 1}" for j in range(len(parts))]
     seeds = np.random.SeedSequence(seed).spawn(len(parts)) if seed is not None else [None] * len(parts)
     for j, ((Xj, yj), sj) in enumerate(zip(parts, seeds)):
+        kw = dict(epsilon=epsilon, delta=delta, x_bound=x_bound, y_bound=y_bound, seed=sj, name=names[j],
+                  ledger=ledger)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ClippingWarning)
-            stats.append(release(Xj, yj, epsilon=epsilon, delta=delta, x_bound=x_bound, y_bound=y_bound,
-                                 seed=sj, name=f"party{j + 1}"))
-        notes += [f"  party {j + 1}: {w.message}" for w in caught if issubclass(w.category, ClippingWarning)]
+            if mechanism == "ssp":
+                stats.append(release(Xj, yj, intercept=intercept, columns=columns, **kw))
+            elif intercept:
+                raise ValueError(f"--intercept is only available for the ssp mechanism, not {mechanism!r}")
+            else:
+                if not hasattr(Xj, "shape"):  # adassp and bs read the table into memory
+                    from .sources import batches
+
+                    got = list(batches(Xj, -1 if yj is None else yj, columns))
+                    Xj, yj = np.vstack([b[0] for b in got]), np.concatenate([b[1] for b in got])
+                stats.append({"adassp": release_adassp, "bs": release_bs}[mechanism](Xj, yj, **kw))
+        notes += [f"  {names[j]}: {w.message}" for w in caught if issubclass(w.category, ClippingWarning)]
+        for w in caught:
+            if not issubclass(w.category, ClippingWarning):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return stats, notes
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from . import fit
     from .data import POWER_PLANT_FEATURES, load_power_plant, split_parties
+    from .release import SeededReleaseWarning
     from .report import plot_coefficients
 
     t0 = time.perf_counter()
@@ -41,9 +58,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"bayes-dpreg demo: UCI power plant, {ds.X_train.shape[0]} training rows, d = {ds.X_train.shape[1]}, "
           f"split into J = {args.parties} parties of ~{parts[0][0].shape[0]} rows")
     print(f"release: (eps, delta) = ({args.epsilon:g}, {args.delta:g}) per party, declared bounds "
-          f"||x|| <= {args.x_bound:g}, |y| <= {args.y_bound:g}, demo noise seed {args.seed}")
-    stats, notes = _release_all(parts, epsilon=args.epsilon, delta=args.delta, x_bound=args.x_bound,
-                                y_bound=args.y_bound, seed=args.seed)
+          f"||x|| <= {args.x_bound:g}, |y| <= {args.y_bound:g}, demo noise seed {args.seed} (a seeded release is "
+          "reproducible, hence not private: real releases draw from OS entropy)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SeededReleaseWarning)
+        stats, notes = _release_all(parts, epsilon=args.epsilon, delta=args.delta, x_bound=args.x_bound,
+                                    y_bound=args.y_bound, seed=args.seed)
     s0 = stats[0]
     print(f"noise: {s0.calibration} calibration, sigma_S = {s0.sigma_S:.4g}, sigma_z = {s0.sigma_z:.4g} "
           f"(entries of S_j are ~{np.trace(parts[0][0].T @ parts[0][0]) / ds.X_train.shape[1]:.0f} on the diagonal)")
@@ -52,6 +72,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print("\n".join(notes))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        warnings.simplefilter("ignore", SeededReleaseWarning)
         idata = fit(stats, method=args.method, seed=args.seed, coef_names=list(POWER_PLANT_FEATURES))
     ols = np.linalg.lstsq(ds.X_train, ds.y_train, rcond=None)[0]
     print()
@@ -72,18 +93,39 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_release(args: argparse.Namespace) -> int:
-    from .data import read_numeric_csv
+    output = Path(args.output)
+    if output.exists() and not args.force:
+        raise FileExistsError(f"{output} exists; pass --force to replace it")
+    ledger = None
+    if args.ledger:
+        from .ledger import PrivacyLedger
 
-    data = read_numeric_csv(args.data)
-    X, y = data[:, :-1], data[:, -1]
-    stats, notes = _release_all([(X, y)], epsilon=args.epsilon, delta=args.delta, x_bound=args.x_bound,
-                                y_bound=args.y_bound, seed=args.seed)
+        ledger = PrivacyLedger(args.ledger, args.budget_epsilon, args.budget_delta, source=str(args.data))
+    y_col = int(args.y_column) if args.y_column.lstrip("-").isdigit() else args.y_column
+    name = args.name if args.name is not None else output.stem
+    stats, notes = _release_all([(args.data, y_col)], epsilon=args.epsilon, delta=args.delta, x_bound=args.x_bound,
+                                y_bound=args.y_bound, seed=args.seed, names=[name], mechanism=args.mechanism,
+                                intercept=args.intercept, ledger=ledger, columns=args.columns)
     if notes:
         print("clipping (for you only; not written to the file):")
         print("\n".join(notes))
-    path = stats[0].save(args.output)
-    print(f"wrote {path}: n = {stats[0].n}, d = {stats[0].d}, sigma_S = {stats[0].sigma_S:.4g}, "
-          f"sigma_z = {stats[0].sigma_z:.4g} ({stats[0].calibration})")
+    s = stats[0]
+    path = s.save(output, overwrite=args.force)
+    print(f"wrote {path}: party {s.name!r}, mechanism {s.mechanism}, {s.noise} noise, n = {s.n}, d = {s.d}, "
+          f"sigma_S = {s.sigma_S:.4g}, sigma_z = {s.sigma_z:.4g} ({s.calibration}), release id {s.release_id}")
+    if ledger is not None:
+        sp = ledger.spent()
+        print(f"ledger {ledger.path}: spent eps = {sp['epsilon_pld']:.4g} at delta = {sp['delta']:g} of the budget "
+              f"{ledger.budget}")
+    return 0
+
+
+def cmd_budget(args: argparse.Namespace) -> int:
+    from .ledger import PrivacyLedger
+
+    if not Path(args.ledger).exists():
+        raise FileNotFoundError(f"{args.ledger}: no such ledger")
+    print(PrivacyLedger(args.ledger).table())
     return 0
 
 
@@ -140,13 +182,17 @@ def cmd_sigma(args: argparse.Namespace) -> int:
 
     print(f"delta = {args.delta:g}; unit-sensitivity noise sd and the [S, z] calibration for "
           f"||x|| <= {args.x_bound:g}, |y| <= {args.y_bound:g}")
+    print(f"discrete: the release's default noise on a grid, for d = {args.d}, n = {args.n:g} (sigma_S and its "
+          "growth over the analytic Gaussian mechanism's)")
     print(f"{'eps':>8}{'analytic':>12}{'classical':>12}{'sigma_S':>12}{'sigma_z':>12}  calibration"
-          f"{'as published (NOT private)':>30}")
+          f"{'discrete sigma_S':>18}{'growth':>10}{'as published (NOT private)':>30}")
     for eps in args.epsilon:
         classical = classical_gaussian_sigma(eps, args.delta) if eps <= 1 else float("nan")
         cal = calibrate(eps, args.delta, args.x_bound, args.y_bound)
+        disc = calibrate(eps, args.delta, args.x_bound, args.y_bound, noise="discrete", d=args.d, n=int(args.n))
         print(f"{eps:>8g}{analytic_gaussian_sigma(eps, args.delta):>12.5g}{classical:>12.5g}"
-              f"{cal.sigma_S:>12.5g}{cal.sigma_z:>12.5g}  {cal.kind:<11}{as_published_gaussian_sigma(eps, args.delta):>19.5g}")
+              f"{cal.sigma_S:>12.5g}{cal.sigma_z:>12.5g}  {cal.kind:<11}{disc.sigma_S:>14.7g}"
+              f"{disc.sigma_S / cal.sigma_S - 1:>14.1e}{as_published_gaussian_sigma(eps, args.delta):>19.5g}")
     return 0
 
 
@@ -208,15 +254,34 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default="demo_output")
     d.set_defaults(func=cmd_demo)
 
-    r = sub.add_parser("release", help="release one party's noisy statistics from a CSV (last column y)")
+    r = sub.add_parser("release", help="release one party's noisy statistics from a CSV or Parquet table, read in batches "
+                            "(CSV: numbers only, an optional header; y in the last column unless --y-column)")
     r.add_argument("data")
     r.add_argument("--epsilon", type=float, required=True)
     r.add_argument("--delta", type=float, required=True)
     r.add_argument("--x-bound", type=float, required=True)
     r.add_argument("--y-bound", type=float, required=True)
-    r.add_argument("--seed", type=int, default=None, help="for experiments only; default: OS entropy")
+    r.add_argument("--seed", type=int, default=None,
+                   help="for studies only: the file records it and the release is not private; default: OS entropy")
+    r.add_argument("--name", default=None, help="the party's name (default: the output file's stem)")
+    r.add_argument("--mechanism", default="ssp", choices=["ssp", "adassp", "bs"],
+                   help="ssp (default: S and z, for every method but bs/adassp), adassp or bs")
+    r.add_argument("--intercept", action="store_true", help="release the statistics of [1, x] (normalx-intercept)")
+    r.add_argument("--y-column", dest="y_column", default="-1",
+                   help="the response column: a name (files with a header) or a 0-based index (default -1, the last)")
+    r.add_argument("--columns", nargs="+", default=None, help="the feature columns (default: all but the response)")
+    r.add_argument("--force", action="store_true", help="replace the output file if it exists")
+    r.add_argument("--ledger", default=None,
+                   help="privacy ledger of this data source (JSON); the release is refused if it would exceed its budget")
+    r.add_argument("--budget-epsilon", dest="budget_epsilon", type=float, default=None,
+                   help="total epsilon of a new ledger")
+    r.add_argument("--budget-delta", dest="budget_delta", type=float, default=None, help="total delta of a new ledger")
     r.add_argument("-o", "--output", required=True)
     r.set_defaults(func=cmd_release)
+
+    b = sub.add_parser("budget", help="show a privacy ledger: its releases and the budget spent")
+    b.add_argument("ledger")
+    b.set_defaults(func=cmd_budget)
 
     f = sub.add_parser("fit", help="fit from released statistics files")
     f.add_argument("stats", nargs="+")
@@ -254,6 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--delta", type=float, default=1e-5)
     s.add_argument("--x-bound", type=float, default=1.0)
     s.add_argument("--y-bound", type=float, default=1.0)
+    s.add_argument("--d", type=int, default=30, help="features (for the discrete noise's grid)")
+    s.add_argument("--n", type=float, default=1e6, help="rows (for the discrete noise's grid)")
     s.set_defaults(func=cmd_sigma)
     return p
 

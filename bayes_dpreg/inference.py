@@ -22,7 +22,7 @@ import numpy as np
 
 from .diagnostics import ConvergenceWarning, convergence, noise_to_signal
 from .prior import ModelSpec, Prior, load_model, prior_scales
-from .release import NoisyStats, as_stats_list, stack_stats
+from .release import NoisyStats, as_stats_list, check_distinct, stack_stats, warn_if_not_private
 from .samplers import DEFAULT_METHOD, SAMPLERS, Sampler
 from .samplers import get as get_sampler
 from .samplers.fast import fast_sigma2
@@ -131,10 +131,21 @@ def fit(
     Warns
     -----
     :class:`ConvergenceWarning` when an MCMC fit has not converged; :class:`NoiseWarning`
-    when ``fast`` or ``fixeds`` is used where the release noise matters.
+    when ``fast`` or ``fixeds`` is used where the release noise matters;
+    :class:`~bayes_dpreg.privacy.NotPrivateWarning` for statistics released with the
+    authors' "as published" noise and :class:`~bayes_dpreg.release.SeededReleaseWarning`
+    for statistics whose noise came from a caller's seed.
+
+    Raises
+    ------
+    ValueError when the same release appears twice (same ``release_id`` or identical
+    statistics) or two parties share a name.
     """
     sampler = get_sampler(DEFAULT_METHOD if method is None else method)
     stats = as_stats_list(stats)
+    check_distinct(stats)
+    for s in stats:
+        warn_if_not_private(s, stacklevel=3)
     num_chains = _positive_int("num_chains", num_chains)
     num_samples = _positive_int("num_samples", sampler.num_samples if num_samples is None else num_samples)
     num_warmup = _positive_int("num_warmup", sampler.num_warmup if num_warmup is None else num_warmup, 0)

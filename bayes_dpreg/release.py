@@ -7,9 +7,13 @@ parties' files with :func:`load_stats` and calls :func:`bayes_dpreg.fit`.
 The file is JSON (floats written with ``repr``, so it round-trips exactly) and
 holds only released quantities and public metadata: the noisy ``S~``, ``z~``,
 the row count ``n`` (public under replacement neighbouring), the noise sds and
-the declared bounds and privacy parameters. On loading, the noise sds are
-recomputed from the declared parameters and must match, the SHA-256 digest of
-the payload must match, and ``S~`` must be symmetric and finite.
+the declared bounds and privacy parameters, a random ``release_id`` and whether
+the noise came from a caller's seed (``reproducible_seed``). On loading, only a
+regular file under a size cap is read; the noise sds are recomputed from the
+declared parameters and must match, the SHA-256 digest of the payload must
+match, and ``S~`` must be symmetric and finite. Saving is atomic (a temporary
+file in the same directory, fsync, then a link or rename) and refuses to
+overwrite unless asked.
 """
 
 from __future__ import annotations
@@ -18,16 +22,24 @@ import hashlib
 import json
 import math
 import os
+import secrets
+import stat
 import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Sequence
 
 import numpy as np
 
 from .privacy import (
+    Calibration,
     CalibrationKind,
+    NoiseKind,
+    bs_sensitivity,
+    discrete_bs,
+    discrete_gaussian,
+    ssp_sensitivity,
     NotPrivateWarning,
     analytic_gaussian_sigma,
     calibrate,
@@ -36,6 +48,9 @@ from .privacy import (
     clip,
     warn_if_clipped,
 )
+
+if TYPE_CHECKING:
+    from .ledger import PrivacyLedger
 
 __all__ = [
     "NoisyStats",
@@ -49,10 +64,16 @@ __all__ = [
     "stack_stats",
     "as_stats_list",
     "FORMAT",
+    "MAX_FILE_BYTES",
+    "SeededReleaseWarning",
+    "check_distinct",
+    "warn_if_not_private",
 ]
 
 FORMAT = "bayes_dpreg.noisy_stats"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2 adds release_id and reproducible_seed; version 1 files are still read
+MAX_FILE_BYTES = 64 * 2**20
+MAX_ROWS = 10**12
 _REL_TOL = 1e-12
 
 Mechanism = Literal["ssp", "adassp", "bs"]
@@ -62,8 +83,22 @@ class StatsFileError(ValueError):
     """A statistics file is malformed, inconsistent or has been tampered with."""
 
 
+class SeededReleaseWarning(NotPrivateWarning):
+    """Noise drawn from a caller's seed: anyone who learns the seed can subtract it."""
+
+
+def _real_array(name: str, a: Any) -> np.ndarray:
+    """``a`` as an array of real numbers: booleans, complex numbers, strings and objects are refused."""
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "iuf":
+        kind = {"b": "booleans", "c": "complex numbers", "O": "Python objects", "U": "strings", "S": "bytes"}
+        raise ValueError(f"{name} must hold real numbers, got {kind.get(arr.dtype.kind, arr.dtype.name)} "
+                         f"(dtype {arr.dtype})")
+    return arr
+
+
 def _as_float_array(name: str, a: Any, ndim: int) -> np.ndarray:
-    arr = np.asarray(a, dtype=np.float64)
+    arr = np.asarray(_real_array(name, a), dtype=np.float64)
     if arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -72,8 +107,9 @@ def _as_float_array(name: str, a: Any, ndim: int) -> np.ndarray:
     return arr
 
 
-def validate_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Check a party's private data: finite, ``X`` of shape (n, d), ``y`` of shape (n,), n >= d."""
+def validate_data(X: Any, y: Any, min_rows: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Check a party's private data: finite, ``X`` of shape (n, d), ``y`` of shape (n,), n >= d
+    (``n >= min_rows`` for one batch of a streamed table)."""
     X = _as_float_array("X", X, 2)
     y = np.asarray(y, dtype=np.float64)
     if y.ndim == 2 and y.shape[1] == 1:
@@ -84,7 +120,7 @@ def validate_data(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"X has {n} rows but y has {y.shape[0]} entries")
     if d < 1:
         raise ValueError("X must have at least one column")
-    if n < d:
+    if n < (d if min_rows is None else min_rows):
         raise ValueError(f"a party needs at least d = {d} rows, got n = {n}")
     return X, y
 
@@ -120,10 +156,13 @@ class NoisyStats:
     sigma_u: float | None = None
     name: str = ""
     meta: dict = field(default_factory=dict)
+    release_id: str = ""
+    reproducible_seed: bool = False
+    noise: str = "float"
 
     def __post_init__(self) -> None:
-        S = np.array(self.S, dtype=np.float64)
-        z = np.array(self.z, dtype=np.float64)
+        S = np.array(_real_array("S", self.S), dtype=np.float64)
+        z = np.array(_real_array("z", self.z), dtype=np.float64)
         S.setflags(write=False)
         z.setflags(write=False)
         object.__setattr__(self, "S", S)
@@ -153,10 +192,16 @@ class NoisyStats:
             "sigma_u": None if self.sigma_u is None else float(self.sigma_u),
             "name": self.name,
             "meta": dict(self.meta),
+            "release_id": self.release_id,
+            "reproducible_seed": bool(self.reproducible_seed),
+            "noise": self.noise,
         }
 
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write the statistics as JSON, atomically (a temporary file then a rename)."""
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+        """Write the statistics as JSON, atomically: a temporary file in the target's directory,
+        flushed to disk, then linked into place (or, with ``overwrite=True``, renamed over an
+        existing file). Nothing is left behind on failure; an existing file is kept unless
+        ``overwrite``."""
         payload = self.to_dict()
         doc = {
             "format": FORMAT,
@@ -166,11 +211,20 @@ class NoisyStats:
         }
         text = json.dumps(doc, indent=1, allow_nan=False)
         path = Path(path)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent or ".")
+        if path.exists() and not overwrite:
+            raise FileExistsError(f"{path} exists; pass overwrite=True (CLI: --force) to replace it")
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent if str(path.parent) else ".")
         try:
             with os.fdopen(fd, "w") as fh:
                 fh.write(text)
-            os.replace(tmp, path)
+                fh.flush()
+                os.fsync(fh.fileno())
+            if overwrite:
+                os.replace(tmp, path)
+            else:
+                os.link(tmp, path)  # fails if the path appeared meanwhile: never overwrites
+                os.unlink(tmp)
+            _fsync_dir(path.parent)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
@@ -189,6 +243,17 @@ class NoisyStats:
         )
 
 
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory if str(directory) else ".", os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory handles
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _digest(payload: dict[str, Any]) -> str:
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
@@ -198,21 +263,41 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=_REL_TOL, abs_tol=0.0)
 
 
-def _expected_sigmas(s: NoisyStats) -> tuple[float, float, float | None]:
-    """Noise sds implied by the declared parameters of ``s`` (public information);
-    the third is ``sigma_lambda`` (adassp) or ``sigma_u`` (bs)."""
+def _expected_calibration(s: NoisyStats) -> tuple[Calibration, float | None]:
+    """The calibration implied by the declared parameters of ``s`` (public information) and
+    the third sd: ``sigma_lambda`` (adassp) or ``sigma_u`` (bs)."""
     if s.mechanism == "bs":
+        if s.noise == "discrete":
+            sig, k = discrete_bs(s.epsilon, s.delta, s.x_bound, s.y_bound, s.d, s.n)
+            return Calibration(sig, sig, "joint", "replace", "discrete", k, k), sig
         sig = calibrate_bs(s.epsilon, s.delta, s.x_bound, s.y_bound, s.calibration)  # type: ignore[arg-type]
-        return sig, sig, sig
+        return Calibration(sig, sig, "joint", "replace"), sig
     if s.mechanism == "ssp":
         eps, delta = s.epsilon, s.delta
     else:
         eps, delta = 2.0 * s.epsilon / 3.0, 2.0 * s.delta / 3.0
-    cal = calibrate(eps, delta, s.x_bound, s.y_bound, s.calibration, s.neighbouring)  # type: ignore[arg-type]
+    cal = calibrate(eps, delta, s.x_bound, s.y_bound, s.calibration, s.neighbouring,  # type: ignore[arg-type]
+                    noise=s.noise, d=s.d, n=s.n)  # type: ignore[arg-type]
     sigma_lambda = None
     if s.mechanism == "adassp":
-        sigma_lambda = analytic_gaussian_sigma(s.epsilon / 3.0, s.delta / 3.0, s.x_bound**2)
-    return cal.sigma_S, cal.sigma_z, sigma_lambda
+        sigma_lambda = _adassp_lambda_sigma(s.epsilon, s.delta, s.x_bound, s.noise, s.n)
+    return cal, sigma_lambda
+
+
+def _adassp_lambda_sigma(epsilon: float, delta: float, x_bound: float, noise: str, n: int) -> float:
+    if noise == "discrete":
+        return _discrete_lambda(epsilon, delta, x_bound, n)[0]
+    return analytic_gaussian_sigma(epsilon / 3.0, delta / 3.0, x_bound**2)
+
+
+def _discrete_lambda(epsilon: float, delta: float, x_bound: float, n: int) -> tuple[float, int]:
+    from .privacy import _discrete
+
+    return _discrete(epsilon / 3.0, delta / 3.0, x_bound**2, 1, n * x_bound**2)
+
+
+def _on_grid(values: np.ndarray, k: int | None) -> bool:
+    return k is None or bool(np.all(np.fmod(np.asarray(values), 2.0**k) == 0.0))
 
 
 def _check_stats(s: NoisyStats) -> None:
@@ -224,8 +309,10 @@ def _check_stats(s: NoisyStats) -> None:
             raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
     if isinstance(s.d, bool) or not isinstance(s.d, (int, np.integer)) or s.d < 1:
         raise ValueError(f"d must be a positive integer, got {s.d!r}")
-    if isinstance(s.n, bool) or not isinstance(s.n, (int, np.integer)) or s.n < s.d:
-        raise ValueError(f"n must be an integer >= d = {s.d}, got {s.n!r}")
+    if isinstance(s.n, bool) or not isinstance(s.n, (int, np.integer)) or not s.d <= s.n <= MAX_ROWS:
+        raise ValueError(f"n must be an integer in [d, 1e12] = [{s.d}, {MAX_ROWS}], got {s.n!r}")
+    if not isinstance(s.release_id, str) or not isinstance(s.reproducible_seed, (bool, np.bool_)):
+        raise ValueError("release_id must be a string and reproducible_seed a boolean")
     if s.S.shape != (s.d, s.d):
         raise ValueError(f"S must have shape ({s.d}, {s.d}), got {s.S.shape}")
     if s.z.shape != (s.d,):
@@ -244,12 +331,20 @@ def _check_stats(s: NoisyStats) -> None:
         raise ValueError(f"mechanism must be 'ssp', 'adassp' or 'bs', got {s.mechanism!r}")
     if s.mechanism == "bs" and s.calibration not in ("joint", "as_published"):
         raise ValueError(f"a bs release uses the 'joint' or 'as_published' calibration, got {s.calibration!r}")
-    sig_S, sig_z, sig_l = _expected_sigmas(s)
+    if s.noise not in ("discrete", "float"):
+        raise ValueError(f"noise must be 'discrete' or 'float', got {s.noise!r}")
+    if s.noise == "discrete" and (s.calibration == "as_published" or s.reproducible_seed):
+        raise ValueError("discrete noise is drawn from OpenDP's CSPRNG: never seeded, never 'as_published'")
+    cal, sig_l = _expected_calibration(s)
+    sig_S, sig_z = cal.sigma_S, cal.sigma_z
     if not (_close(s.sigma_S, sig_S) and _close(s.sigma_z, sig_z)):
         raise ValueError(
             f"noise sds (sigma_S={s.sigma_S!r}, sigma_z={s.sigma_z!r}) do not match the declared "
             f"privacy parameters, which imply sigma_S={sig_S!r}, sigma_z={sig_z!r}"
         )
+    if not (_on_grid(s.S, cal.grid_S) and _on_grid(s.z, cal.grid_z)
+            and (s.u is None or _on_grid(np.array([s.u]), cal.grid_z))):
+        raise ValueError(f"discrete-noise statistics must lie on their grid 2^{cal.grid_S} (and 2^{cal.grid_z})")
     if s.mechanism == "adassp":
         if s.lambda_min is None or s.sigma_lambda is None:
             raise ValueError("an adassp release must carry lambda_min and sigma_lambda")
@@ -270,19 +365,67 @@ def _check_stats(s: NoisyStats) -> None:
         raise ValueError("u = y^T y is only released by the bs mechanism")
 
 
-def load_stats(path: str | os.PathLike) -> NoisyStats:
-    """Read a file written by :meth:`NoisyStats.save`, rejecting anything malformed."""
-    path = Path(path)
+_SCHEMA: dict[str, tuple[type, ...]] = {
+    "S": (list,), "z": (list,), "n": (int,), "d": (int,), "sigma_S": (int, float), "sigma_z": (int, float),
+    "epsilon": (int, float), "delta": (int, float), "x_bound": (int, float), "y_bound": (int, float),
+    "calibration": (str,), "neighbouring": (str,), "mechanism": (str,), "lambda_min": (int, float, type(None)),
+    "sigma_lambda": (int, float, type(None)), "u": (int, float, type(None)), "sigma_u": (int, float, type(None)),
+    "name": (str,), "meta": (dict,), "release_id": (str,), "reproducible_seed": (bool,), "noise": (str,),
+}
+
+
+def _read_capped(path: Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes``: FIFOs, devices and directories are
+    refused before they are opened for reading, and reading stops past the cap."""
     try:
-        doc = json.loads(path.read_text())
+        st = path.stat()
     except FileNotFoundError:
         raise
+    if not stat.S_ISREG(st.st_mode):
+        raise StatsFileError(f"{path}: not a regular file")
+    if st.st_size > max_bytes:
+        raise StatsFileError(f"{path}: {st.st_size} bytes, over the {max_bytes}-byte limit (max_bytes=)")
+    with open(path, "rb") as fh:
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise StatsFileError(f"{path}: more than {max_bytes} bytes")
+    return data
+
+
+def _check_schema(path: Path, payload: dict[str, Any]) -> None:
+    for key, types in _SCHEMA.items():
+        v = payload[key]
+        if isinstance(v, bool) and bool not in types:
+            raise StatsFileError(f"{path}: field {key!r} must be {types[0].__name__}, got a boolean")
+        if not isinstance(v, types):
+            raise StatsFileError(f"{path}: field {key!r} must be {' or '.join(t.__name__ for t in types)}, "
+                                 f"got {type(v).__name__}")
+    for key in ("S", "z"):
+        flat = payload[key] if key == "z" else [x for row in payload[key] for x in (row if isinstance(row, list)
+                                                                                       else [row])]
+        if key == "S" and not all(isinstance(row, list) for row in payload[key]):
+            raise StatsFileError(f"{path}: field 'S' must be a list of rows")
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in flat):
+            raise StatsFileError(f"{path}: field {key!r} must hold numbers only")
+
+
+def load_stats(path: str | os.PathLike, *, max_bytes: int = MAX_FILE_BYTES) -> NoisyStats:
+    """Read a file written by :meth:`NoisyStats.save`, rejecting anything malformed: not a
+    regular file, larger than ``max_bytes`` (default 64 MiB), not JSON, a wrong format or
+    version, a checksum mismatch, missing, extra or mistyped fields, or statistics that
+    are inconsistent with their declared privacy parameters. Version 1 files (before
+    ``release_id``) are read with an id derived from their checksum."""
+    path = Path(path)
+    raw = _read_capped(path, max_bytes)
+    try:
+        doc = json.loads(raw.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise StatsFileError(f"{path}: not a valid JSON statistics file ({exc})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise StatsFileError(f"{path}: not a bayes_dpreg statistics file (missing format {FORMAT!r})")
-    if doc.get("version") != FORMAT_VERSION:
-        raise StatsFileError(f"{path}: unsupported format version {doc.get('version')!r} (this is {FORMAT_VERSION})")
+    version = doc.get("version")
+    if version not in (1, FORMAT_VERSION) or isinstance(version, bool):
+        raise StatsFileError(f"{path}: unsupported format version {version!r} (this is {FORMAT_VERSION})")
     payload = doc.get("payload")
     if not isinstance(payload, dict):
         raise StatsFileError(f"{path}: missing payload")
@@ -292,24 +435,117 @@ def load_stats(path: str | os.PathLike) -> NoisyStats:
         raise StatsFileError(f"{path}: contains NaN or infinity") from None
     if doc.get("sha256") != digest:
         raise StatsFileError(f"{path}: checksum mismatch, the file was modified after it was written")
+    if version == 1:
+        payload = dict(payload, release_id=f"v1-{digest[:32]}", reproducible_seed=False, noise="float")
     expected = set(NoisyStats.__dataclass_fields__)
     if set(payload) != expected:
         missing, extra = expected - set(payload), set(payload) - expected
         raise StatsFileError(f"{path}: wrong fields (missing {sorted(missing)}, unexpected {sorted(extra)})")
+    _check_schema(path, payload)
     try:
         stats = NoisyStats(**payload)
     except (ValueError, TypeError) as exc:
         raise StatsFileError(f"{path}: {exc}") from None
-    _warn_if_not_private(stats)
+    warn_if_not_private(stats)
     return stats
 
 
-def _warn_if_not_private(stats: "NoisyStats") -> None:
+def check_distinct(stats: Sequence["NoisyStats"]) -> None:
+    """Refuse the same release twice (by ``release_id`` or identical statistics) and two parties
+    with the same name: counting a party twice shrinks the posterior by sqrt(2) for nothing."""
+    seen: dict[Any, int] = {}
+    for j, s in enumerate(stats):
+        keys = [("id", s.release_id)] if s.release_id else []
+        keys.append(("content", s.S.tobytes(), s.z.tobytes(), int(s.n)))
+        for key in keys:
+            if key in seen:
+                what = f"release_id {s.release_id!r}" if key[0] == "id" else "identical statistics"
+                raise ValueError(f"parties {seen[key]} and {j} are the same release ({what}): each party's "
+                                 "statistics may enter a fit once")
+            seen[key] = j
+    names = [s.name for s in stats if s.name]
+    dup = sorted({nm for nm in names if names.count(nm) > 1})
+    if dup:
+        raise ValueError(f"party names must be distinct, got {dup} more than once")
+
+
+def warn_if_not_private(stats: "NoisyStats", stacklevel: int = 3) -> None:
     if stats.calibration == "as_published":
         warnings.warn(
             f"{stats.name or 'statistics'}: released with the authors' 'as published' noise, which does NOT "
             f"give ({stats.epsilon}, {stats.delta})-DP; for reproducing published figures only",
-            NotPrivateWarning, stacklevel=3)
+            NotPrivateWarning, stacklevel=stacklevel)
+    if stats.reproducible_seed:
+        warnings.warn(
+            f"{stats.name or 'statistics'}: the noise was drawn from a caller's seed; whoever knows the seed can "
+            "remove it, so the release is private only while the seed stays secret (seeds are for studies)",
+            SeededReleaseWarning, stacklevel=stacklevel)
+
+
+def _ssp_components(cal: Calibration, epsilon: float, delta: float, x_bound: float,
+                    y_bound: float) -> list[tuple[float, float]]:
+    """(noise sd, L2 sensitivity) of each Gaussian mechanism in an ssp release. For a calibrated
+    release ``sigma = sigma_unit(eps, delta) * Delta`` (``Delta`` grown by the grid rounding for
+    discrete noise), so ``Delta = sigma / sigma_unit``; "as published" noise is accounted at the
+    true replacement sensitivities."""
+    if cal.kind == "joint":
+        return [(cal.sigma_S, cal.sigma_S / analytic_gaussian_sigma(epsilon, delta))]
+    if cal.kind == "split":
+        unit = analytic_gaussian_sigma(epsilon / 2.0, delta / 2.0)
+        return [(cal.sigma_S, cal.sigma_S / unit), (cal.sigma_z, cal.sigma_z / unit)]
+    sens = ssp_sensitivity(x_bound, y_bound, "replace")
+    if cal.sigma_S == cal.sigma_z:
+        return [(cal.sigma_S, sens["joint"])]
+    return [(cal.sigma_S, sens["S"]), (cal.sigma_z, sens["z"])]
+
+
+def _reserve(ledger: "PrivacyLedger | str | os.PathLike | None", mechanism: str, name: str, epsilon: float,
+             delta: float, noise: str, release_id: str, components: list[tuple[float, float]]) -> None:
+    """Record the release in the ledger, or refuse it (:class:`BudgetExceededError`): before any noise."""
+    if ledger is None:
+        return
+    from .ledger import LedgerEntry, PrivacyLedger, now
+
+    book = ledger if isinstance(ledger, PrivacyLedger) else PrivacyLedger(ledger)
+    book.record(LedgerEntry(time=now(), release_id=release_id, name=name, mechanism=mechanism, noise=noise,
+                            epsilon=float(epsilon), delta=float(delta), sigmas=tuple(c[0] for c in components),
+                            sensitivities=tuple(c[1] for c in components)))
+
+
+def _noise_kind(noise: str, seed: Any, calibration: str) -> NoiseKind:
+    if noise == "auto":
+        return "float" if seed is not None or calibration == "as_published" else "discrete"
+    if noise == "discrete" and (seed is not None or calibration == "as_published"):
+        raise ValueError("discrete noise comes from OpenDP's CSPRNG: it cannot be seeded or 'as_published'")
+    if noise not in ("discrete", "float"):
+        raise ValueError(f"noise must be 'auto', 'discrete' or 'float', got {noise!r}")
+    return noise  # type: ignore[return-value]
+
+
+def _discrete_ssp_noise(S: np.ndarray, z: np.ndarray, cal: Calibration) -> tuple[np.ndarray, np.ndarray]:
+    """``[upper(S), z]`` through the discrete Gaussian mechanism: one call (joint) or two (split)."""
+    iu = np.triu_indices(S.shape[0])
+    if cal.kind == "joint":
+        v = discrete_gaussian(np.concatenate([S[iu], z]), cal.sigma_S, cal.grid_S)  # type: ignore[arg-type]
+        upper, z_noisy = v[: iu[0].size], v[iu[0].size:]
+    else:
+        upper = discrete_gaussian(S[iu], cal.sigma_S, cal.grid_S)  # type: ignore[arg-type]
+        z_noisy = discrete_gaussian(z, cal.sigma_z, cal.grid_z)  # type: ignore[arg-type]
+    S_noisy = np.zeros_like(S)
+    S_noisy[iu] = upper
+    return S_noisy + np.triu(S_noisy, 1).T, z_noisy
+
+
+def _new_release_id(rng: np.random.Generator, seed: Any, *released: np.ndarray) -> str:
+    """128 random bits from the OS's CSPRNG; for a study's seeded release (reproducible as a
+    whole) a hash of the seeded generator's next bytes and the released values, so that the
+    same seed on different data still gives different ids."""
+    if seed is None:
+        return secrets.token_hex(16)
+    h = hashlib.sha256(rng.bytes(16))
+    for a in released:
+        h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+    return h.hexdigest()[:32]
 
 
 def _symmetric_noise(rng: np.random.Generator, d: int) -> np.ndarray:
@@ -362,6 +598,31 @@ def _prepare(X: Any, y: Any, x_bound: float, y_bound: float, intercept: bool,
     return Xc, yc, x_bound, meta
 
 
+def _exact_release_stats(X: Any, y: Any, x_bound: float, y_bound: float, intercept: bool, average: int,
+                         columns: list[str] | None, progress: bool
+                         ) -> tuple[np.ndarray, np.ndarray, int, float, dict[str, Any]]:
+    """``S``, ``z`` of the clipped (averaged, intercept-augmented) rows, ``n``, the released rows'
+    norm bound and the metadata; in memory for arrays, batch by batch for tables."""
+    from .sources import accumulate, is_table_source
+
+    if not is_table_source(X):
+        if columns is not None:
+            raise ValueError("columns= selects the features of a table source (a path or an Arrow object)")
+        Xc, yc, xb, meta = _prepare(X, y, x_bound, y_bound, intercept, average)
+        S, z = _exact_stats(Xc, yc)
+        return S, z, int(Xc.shape[0]), xb, meta
+    if average != 1:
+        raise ValueError("average_rows needs the data in memory (arrays), not a streamed table")
+    acc = accumulate(X, x_bound, y_bound, y=-1 if y is None else y, columns=columns, intercept=intercept,
+                     progress=progress)
+    warn_if_clipped(acc.report)
+    d = acc.S.shape[0]  # type: ignore[union-attr]
+    if acc.n < d:
+        raise ValueError(f"a party needs at least d = {d} rows, got n = {acc.n}")
+    meta: dict[str, Any] = {"intercept": True} if intercept else {}
+    return acc.S, acc.z, acc.n, math.hypot(1.0, x_bound) if intercept else x_bound, meta  # type: ignore[return-value]
+
+
 def release(
     X: Any,
     y: Any,
@@ -375,6 +636,11 @@ def release(
     name: str = "",
     intercept: bool = False,
     average_rows: int = 1,
+    noise: NoiseKind | Literal["auto"] = "auto",
+    ledger: "PrivacyLedger | str | os.PathLike | None" = None,
+    columns: list[str] | None = None,
+    progress: bool = False,
+    _reproducible: bool | None = None,
 ) -> NoisyStats:
     """Release ``(S~, z~)`` of one party under (epsilon, delta)-DP (replacement neighbours).
 
@@ -384,8 +650,28 @@ def release(
     come from :func:`~bayes_dpreg.privacy.calibrate`; ``calibration="as_published"``
     (the authors' under-calibrated noise, for reproductions only) is not private and
     warns with :class:`~bayes_dpreg.privacy.NotPrivateWarning`. Without ``seed`` the
-    noise generator is seeded from the operating system's entropy; pass a seed
-    only for experiments, never for a real release.
+    noise generator is seeded from the operating system's entropy; a ``seed`` is for
+    studies: the release then records ``reproducible_seed=True`` and warns
+    (:class:`SeededReleaseWarning`), and ``fit`` warns again. Every release gets a random
+    ``release_id``.
+
+    ``noise="auto"`` (default) is ``"discrete"`` unless a ``seed`` is given or the
+    calibration is ``"as_published"``: ``[upper(S), z]`` is rounded to a grid ``2^k`` (about
+    ``2^-20`` of the noise sd) and gets exact discrete Gaussian noise from OpenDP's CSPRNG
+    (:func:`~bayes_dpreg.privacy.discrete_gaussian`), with the rounding added to the
+    sensitivity, so that the released floats carry no low-order-bit trace of the data
+    (Mironov 2012). ``"float"`` is NumPy's floating-point Gaussian (seedable, for studies):
+    its low-order bits can leak, so it is not private.
+
+    ``X`` may also be a table streamed in batches (:mod:`bayes_dpreg.sources`): a CSV or
+    Parquet path, a pyarrow Table/Dataset/RecordBatchReader with ``y`` the response
+    column's name (or index; ``None``: the last) and ``columns`` the features (default: all
+    others), or an iterable of ``(X, y)`` batches (``y=None``); memory stays flat in ``n``
+    and ``progress=True`` shows a tqdm bar.
+
+    ``ledger`` (a :class:`~bayes_dpreg.ledger.PrivacyLedger` or the path of an existing one)
+    records the release; one that would exceed the ledger's budget raises
+    :class:`~bayes_dpreg.ledger.BudgetExceededError` before any noise is drawn.
 
     ``intercept=True`` (App. B.2) releases the statistics of ``[1, x_i]``: the features are
     clipped to ``x_bound`` and the released rows have norm at most ``sqrt(1 + x_bound^2)``,
@@ -396,15 +682,23 @@ def release(
     under such bounds: an averaged row of ``k`` rows bounded by ``B`` can have norm ``sqrt(k) B``.)
     """
     check_privacy_parameters(epsilon, delta)
-    Xc, yc, x_bound, meta = _prepare(X, y, x_bound, y_bound, intercept, average_rows)
-    cal = calibrate(epsilon, delta, x_bound, y_bound, calibration)
-    S, z = _exact_stats(Xc, yc)
+    calibrate(epsilon, delta, x_bound, y_bound, calibration)  # every parameter checked before the data are read
+    kind = _noise_kind(noise, seed, calibration)
+    S, z, n, x_bound, meta = _exact_release_stats(X, y, x_bound, y_bound, intercept, average_rows, columns, progress)
+    d = S.shape[0]
+    cal = calibrate(epsilon, delta, x_bound, y_bound, calibration, noise=kind, d=d, n=n)
+    release_id = secrets.token_hex(16)
+    _reserve(ledger, "ssp", name, epsilon, delta, kind, "" if seed is not None else release_id,
+             _ssp_components(cal, epsilon, delta, x_bound, y_bound))
     rng = np.random.default_rng(seed)
-    d = Xc.shape[1]
+    if kind == "discrete":
+        S_noisy, z_noisy = _discrete_ssp_noise(S, z, cal)
+    else:
+        S_noisy, z_noisy = S + cal.sigma_S * _symmetric_noise(rng, d), z + cal.sigma_z * rng.standard_normal(d)
     out = NoisyStats(
-        S=S + cal.sigma_S * _symmetric_noise(rng, d),
-        z=z + cal.sigma_z * rng.standard_normal(d),
-        n=int(Xc.shape[0]),
+        S=S_noisy,
+        z=z_noisy,
+        n=int(n),
         d=int(d),
         sigma_S=cal.sigma_S,
         sigma_z=cal.sigma_z,
@@ -416,8 +710,12 @@ def release(
         neighbouring=cal.neighbouring,
         name=name,
         meta=meta,
+        release_id=release_id if seed is None else _new_release_id(rng, seed, S_noisy, z_noisy),
+        reproducible_seed=seed is not None if _reproducible is None else _reproducible,
+        noise=kind,
     )
-    _warn_if_not_private(out)
+    if _reproducible is None:
+        warn_if_not_private(out)
     return out
 
 
@@ -432,6 +730,7 @@ def release_adassp(
     calibration: CalibrationKind = "auto",
     seed: int | np.random.SeedSequence | None = None,
     name: str = "",
+    ledger: "PrivacyLedger | str | os.PathLike | None" = None,
 ) -> NoisyStats:
     """The distributed adaSSP release of one party (Alparslan et al., App. C.2; Wang 2018).
 
@@ -446,23 +745,38 @@ def release_adassp(
     """
     X, y = validate_data(X, y)
     check_privacy_parameters(epsilon, delta)
+    seeded = seed is not None
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     ss_stats, ss_lambda = ss.spawn(2)
+    kind = "float" if seeded or calibration == "as_published" else "discrete"
+    if ledger is not None:
+        n, d = X.shape
+        cal = calibrate(2.0 * epsilon / 3.0, 2.0 * delta / 3.0, x_bound, y_bound, calibration, noise=kind, d=d, n=n)
+        sig_l = _adassp_lambda_sigma(epsilon, delta, x_bound, kind, n)
+        _reserve(ledger, "adassp", name, epsilon, delta, kind, "",
+                 _ssp_components(cal, 2.0 * epsilon / 3.0, 2.0 * delta / 3.0, x_bound, y_bound)
+                 + [(sig_l, sig_l / analytic_gaussian_sigma(epsilon / 3.0, delta / 3.0))])
     base = release(
-        X, y, epsilon=2.0 * epsilon / 3.0, delta=2.0 * delta / 3.0, x_bound=x_bound,
-        y_bound=y_bound, calibration=calibration, seed=ss_stats, name=name,
+        X, y, epsilon=2.0 * epsilon / 3.0, delta=2.0 * delta / 3.0, x_bound=x_bound, y_bound=y_bound,
+        calibration=calibration, seed=ss_stats if seeded else None, name=name, _reproducible=seeded, noise=kind,
     )
-    rng = np.random.default_rng(ss_lambda)
     Xc, _, _ = clip(X, y, x_bound, y_bound)
     lam = float(np.linalg.eigvalsh(_exact_stats(Xc, y)[0])[0])
-    sigma_l = analytic_gaussian_sigma(epsilon / 3.0, delta / 3.0, x_bound**2)
-    lam_noisy = max(lam + sigma_l * rng.standard_normal() - math.sqrt(math.log(6.0 / delta)) * sigma_l, 0.0)
+    if base.noise == "discrete":
+        sigma_l, k = _discrete_lambda(epsilon, delta, x_bound, base.n)
+        lam_dp = float(discrete_gaussian(np.array([lam]), sigma_l, k)[0])
+    else:
+        sigma_l = analytic_gaussian_sigma(epsilon / 3.0, delta / 3.0, x_bound**2)
+        lam_dp = lam + sigma_l * np.random.default_rng(ss_lambda).standard_normal()
+    lam_noisy = max(lam_dp - math.sqrt(math.log(6.0 / delta)) * sigma_l, 0.0)
     fields = base.to_dict()
     fields.update(
         epsilon=float(epsilon), delta=float(delta), mechanism="adassp",
         lambda_min=lam_noisy, sigma_lambda=sigma_l,
     )
-    return NoisyStats(**fields)
+    out = NoisyStats(**fields)
+    warn_if_not_private(out)
+    return out
 
 
 def release_bs(
@@ -476,26 +790,43 @@ def release_bs(
     calibration: Literal["joint", "as_published"] = "joint",
     seed: int | np.random.SeedSequence | None = None,
     name: str = "",
+    noise: NoiseKind | Literal["auto"] = "auto",
+    ledger: "PrivacyLedger | str | os.PathLike | None" = None,
 ) -> NoisyStats:
     """The MCMC-B&S release of one party (App. C.1, eq. 13; Bernstein & Sheldon 2019):
     ``S~ = S + sigma M``, ``z~ = z + sigma v``, ``u~ = y^T y + sigma w`` with one noise sd
     ``sigma = sigma(eps, delta) Delta_ss`` (:func:`~bayes_dpreg.privacy.calibrate_bs`).
-    Clipping, seeding and the ``"as_published"`` warning as in :func:`release`. Its ``S~, z~``
+    Clipping, seeding, ``noise`` and the ``"as_published"`` warning as in :func:`release`. Its ``S~, z~``
     are a valid input to every other method too (with more noise than :func:`release`'s)."""
     check_privacy_parameters(epsilon, delta)
     sigma = calibrate_bs(epsilon, delta, x_bound, y_bound, calibration)
+    kind = _noise_kind(noise, seed, calibration)
     Xc, yc, _, _ = _prepare(X, y, x_bound, y_bound, False, 1)
     S, z = _exact_stats(Xc, yc)
     rng = np.random.default_rng(seed)
-    d = Xc.shape[1]
+    n, d = Xc.shape
+    if kind == "discrete":
+        sigma, k = discrete_bs(epsilon, delta, x_bound, y_bound, d, n)
+    sens = (bs_sensitivity(x_bound, y_bound, "replace") if calibration == "as_published"
+            else sigma / analytic_gaussian_sigma(epsilon, delta))
+    _reserve(ledger, "bs", name, epsilon, delta, kind, "", [(sigma, sens)])
+    if kind == "discrete":
+        iu = np.triu_indices(d)
+        v = discrete_gaussian(np.concatenate([S[iu], z, [yc @ yc]]), sigma, k)
+        S_noisy = np.zeros_like(S)
+        S_noisy[iu] = v[: iu[0].size]
+        S_noisy, z_noisy, u = S_noisy + np.triu(S_noisy, 1).T, v[iu[0].size:-1], float(v[-1])
+    else:
+        S_noisy, z_noisy = S + sigma * _symmetric_noise(rng, d), z + sigma * rng.standard_normal(d)
+        u = float(yc @ yc + sigma * rng.standard_normal())
     out = NoisyStats(
-        S=S + sigma * _symmetric_noise(rng, d), z=z + sigma * rng.standard_normal(d),
-        u=float(yc @ yc + sigma * rng.standard_normal()), sigma_u=sigma, n=int(Xc.shape[0]), d=int(d),
+        S=S_noisy, z=z_noisy, u=u, sigma_u=sigma, n=int(n), d=int(d), noise=kind,
         sigma_S=sigma, sigma_z=sigma, epsilon=float(epsilon), delta=float(delta), x_bound=float(x_bound),
         y_bound=float(y_bound), calibration=calibration,
         neighbouring="add_remove" if calibration == "as_published" else "replace", mechanism="bs", name=name,
+        release_id=_new_release_id(rng, seed, S_noisy, z_noisy), reproducible_seed=seed is not None,
     )
-    _warn_if_not_private(out)
+    warn_if_not_private(out)
     return out
 
 

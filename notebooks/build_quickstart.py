@@ -43,10 +43,15 @@ for n_j in sizes:
 x_bound, y_bound = 5.0, 4.0"""),
     ("markdown", """## Each hospital: release and save
 `release` clips rows outside the declared bounds (and tells the releasing party how
-many), calibrates Gaussian noise with the analytic Gaussian mechanism, and, without
-`seed`, draws it from OS entropy. A seed is used here only so that the notebook is
-reproducible."""),
-    ("code", """outdir = pathlib.Path(tempfile.mkdtemp())
+many), calibrates the noise with the analytic Gaussian mechanism and, without `seed`,
+draws exact discrete Gaussian noise on a fine grid from OS entropy (OpenDP). A seed is
+used here only so that the notebook is reproducible: a seeded release uses
+floating-point noise, records `reproducible_seed: true` and is not private, so it warns
+(`SeededReleaseWarning`, silenced below). Real releases omit the seed."""),
+    ("code", """import warnings
+
+warnings.simplefilter("ignore", bd.SeededReleaseWarning)  # this notebook's releases are seeded on purpose
+outdir = pathlib.Path(tempfile.mkdtemp())
 for j, (X, y) in enumerate(hospitals):
     stats = bd.release(X, y, epsilon=1.0, delta=1e-5, x_bound=x_bound, y_bound=y_bound, seed=j, name=f"hospital{j}")
     stats.save(outdir / f"hospital{j}.json")

@@ -85,7 +85,7 @@ def test_save_load_round_trip_exact(tmp_path, fn):
     np.testing.assert_array_equal(t.z, s.z)
     assert t.lambda_min == s.lambda_min and t.mechanism == s.mechanism
     doc = json.loads(path.read_text())
-    assert doc["version"] == 1 and doc["format"] == "bayes_dpreg.noisy_stats"
+    assert doc["version"] == 2 and doc["format"] == "bayes_dpreg.noisy_stats"
     # only released quantities: no raw data, no clipping counts
     assert set(doc["payload"]) == set(NoisyStats.__dataclass_fields__)
 
@@ -138,7 +138,7 @@ def test_asymmetric_S_is_rejected(saved):
         (lambda d: d["payload"].pop("z"), "wrong fields"),
         (lambda d: d["payload"].__setitem__("extra", 1), "wrong fields"),
         (lambda d: d["payload"].__setitem__("z", [1.0, 2.0]), "z must have shape"),
-        (lambda d: d["payload"].__setitem__("n", 2), "n must be an integer >= d"),
+        (lambda d: d["payload"].__setitem__("n", 2), "n must be an integer in \\[d, 1e12\\]"),
         (lambda d: d["payload"].__setitem__("delta", 1.5), "delta"),
     ],
 )
@@ -171,10 +171,12 @@ def test_failed_save_leaves_nothing(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(os, "replace", boom)
-    with pytest.raises(OSError, match="disk full"):
-        s.save(tmp_path / "s.json")
-    assert list(tmp_path.iterdir()) == []
+    for fn in ("replace", "link"):  # overwrite=True renames into place, the default links (never overwrites)
+        monkeypatch.setattr(os, fn, boom)
+    for overwrite in (False, True):
+        with pytest.raises(OSError, match="disk full"):
+            s.save(tmp_path / "s.json", overwrite=overwrite)
+        assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(
