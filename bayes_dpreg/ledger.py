@@ -138,38 +138,46 @@ class PrivacyLedger:
 
     @property
     def entries(self) -> list[LedgerEntry]:
-        return [LedgerEntry(**{**e, "sigmas": tuple(e["sigmas"]), "sensitivities": tuple(e["sensitivities"])})
-                for e in self._read()["entries"]]
+        return self._entries(self._read())
 
-    def spent(self, extra: Sequence[LedgerEntry] = ()) -> dict[str, float]:
-        """The total so far (plus ``extra``): the accountant's epsilon at the budget's delta, and
-        basic composition's (sum eps, sum delta)."""
-        entries = [*self.entries, *extra]
-        _, delta_b = self.budget
+    @staticmethod
+    def _entries(doc: dict[str, Any]) -> list[LedgerEntry]:
+        return [LedgerEntry(**{**e, "sigmas": tuple(e["sigmas"]), "sensitivities": tuple(e["sensitivities"])})
+                for e in doc["entries"]]
+
+    @classmethod
+    def _totals(cls, doc: dict[str, Any], extra: Sequence[LedgerEntry]) -> dict[str, float]:
+        entries = [*cls._entries(doc), *extra]
+        delta_b = doc["budget"]["delta"]
         mult = [m for e in entries for m in e.noise_multipliers]
         return {"epsilon_pld": _composed_epsilon(mult, delta_b), "delta": delta_b,
                 "epsilon_basic": sum(e.epsilon for e in entries), "delta_basic": sum(e.delta for e in entries)}
 
-    def allows(self, entry: LedgerEntry) -> bool:
-        eps_b, delta_b = self.budget
-        s = self.spent([entry])
-        return s["epsilon_pld"] <= eps_b or (s["epsilon_basic"] <= eps_b and s["delta_basic"] <= delta_b)
+    def spent(self, extra: Sequence[LedgerEntry] = ()) -> dict[str, float]:
+        """The total so far (plus ``extra``): the accountant's epsilon at the budget's delta, and
+        basic composition's (sum eps, sum delta)."""
+        return self._totals(self._read(), extra)
+
+    def _check(self, doc: dict[str, Any], entry: LedgerEntry) -> None:
+        eps_b, delta_b = doc["budget"]["epsilon"], doc["budget"]["delta"]
+        s = self._totals(doc, [entry])
+        if s["epsilon_pld"] <= eps_b or (s["epsilon_basic"] <= eps_b and s["delta_basic"] <= delta_b):
+            return
+        raise BudgetExceededError(
+            f"{self.path}: this release ({entry.mechanism}, eps = {entry.epsilon:g}, delta = {entry.delta:g}) "
+            f"would bring the total to eps = {min(s['epsilon_pld'], s['epsilon_basic']):.4g} at delta = "
+            f"{delta_b:g}, over the budget ({eps_b:g}, {delta_b:g}); nothing was released")
 
     def check(self, entry: LedgerEntry) -> None:
         """Raise :class:`BudgetExceededError` if ``entry`` would exceed the budget."""
-        if not self.allows(entry):
-            eps_b, delta_b = self.budget
-            s = self.spent([entry])
-            raise BudgetExceededError(
-                f"{self.path}: this release ({entry.mechanism}, eps = {entry.epsilon:g}, delta = {entry.delta:g}) "
-                f"would bring the total to eps = {min(s['epsilon_pld'], s['epsilon_basic']):.4g} at delta = "
-                f"{delta_b:g}, over the budget ({eps_b:g}, {delta_b:g}); nothing was released")
+        self._check(self._read(), entry)
 
     def record(self, entry: LedgerEntry) -> None:
-        """Append ``entry`` (checked again under the lock, so two racing releases cannot both pass)."""
+        """Check and append ``entry`` in one step under the lock, so that two racing releases
+        cannot both pass."""
         with self._locked():
-            self.check(entry)
             doc = self._read()
+            self._check(doc, entry)
             doc["entries"].append(asdict(entry))
             self._write(doc)
 

@@ -51,6 +51,8 @@ __all__ = [
     "discrete_grid",
     "discrete_gaussian",
     "discrete_bs",
+    "discrete_sigma",
+    "adassp_lambda_sigma",
     "ClipReport",
     "ClippingWarning",
     "NotPrivateWarning",
@@ -249,7 +251,7 @@ def discrete_grid(sigma: float, magnitude: float) -> int:
     return max(k, math.ceil(math.log2(magnitude + 64.0 * sigma)) - _MANTISSA_BITS)
 
 
-def _discrete(epsilon: float, delta: float, sensitivity: float, m: int, magnitude: float) -> tuple[float, int]:
+def discrete_sigma(epsilon: float, delta: float, sensitivity: float, m: int, magnitude: float) -> tuple[float, int]:
     """``(sigma, k)`` of the discrete Gaussian mechanism on ``m`` values rounded to ``2^k``.
 
     Rounding each value to the grid moves a neighbouring pair by at most ``2^k sqrt(m)`` more in
@@ -342,9 +344,9 @@ def _discrete_ssp(epsilon: float, delta: float, x_bound: float, y_bound: float, 
                   sens: dict[str, float], d: int | None, n: int | None) -> tuple[Calibration, Calibration]:
     d, n = _public_size(d, n)
     m_S, mag_S, mag_z = d * (d + 1) // 2, n * x_bound**2, n * x_bound * y_bound
-    s_j, k_j = _discrete(epsilon, delta, sens["joint"], m_S + d, max(mag_S, mag_z))
-    s_S, k_S = _discrete(epsilon / 2.0, delta / 2.0, sens["S"], m_S, mag_S)
-    s_z, k_z = _discrete(epsilon / 2.0, delta / 2.0, sens["z"], d, mag_z)
+    s_j, k_j = discrete_sigma(epsilon, delta, sens["joint"], m_S + d, max(mag_S, mag_z))
+    s_S, k_S = discrete_sigma(epsilon / 2.0, delta / 2.0, sens["S"], m_S, mag_S)
+    s_z, k_z = discrete_sigma(epsilon / 2.0, delta / 2.0, sens["z"], d, mag_z)
     return (Calibration(s_j, s_j, "joint", neighbouring, "discrete", k_j, k_j),
             Calibration(s_S, s_z, "split", neighbouring, "discrete", k_S, k_z))
 
@@ -385,7 +387,16 @@ def discrete_bs(epsilon: float, delta: float, x_bound: float, y_bound: float, d:
     check_privacy_parameters(epsilon, delta)
     m = d * (d + 1) // 2 + d + 1
     mag = n * max(x_bound**2, x_bound * y_bound, y_bound**2)
-    return _discrete(epsilon, delta, bs_sensitivity(x_bound, y_bound, "replace"), m, mag)
+    return discrete_sigma(epsilon, delta, bs_sensitivity(x_bound, y_bound, "replace"), m, mag)
+
+
+def adassp_lambda_sigma(epsilon: float, delta: float, x_bound: float, noise: NoiseKind, n: int) -> tuple[float, int | None]:
+    """``(sigma, k)`` of adaSSP's noisy smallest eigenvalue at ``(eps/3, delta/3)``, sensitivity
+    ``x_bound^2`` (App. C.2): discrete noise on the grid ``2^k`` (:func:`discrete_sigma`), or
+    floating-point noise (``k = None``)."""
+    if noise == "discrete":
+        return discrete_sigma(epsilon / 3.0, delta / 3.0, x_bound**2, 1, n * x_bound**2)
+    return analytic_gaussian_sigma(epsilon / 3.0, delta / 3.0, x_bound**2), None
 
 
 class NotPrivateWarning(UserWarning):
@@ -419,14 +430,13 @@ class ClipReport:
         )
 
 
-def _row_norms(X: np.ndarray) -> np.ndarray:
-    """Euclidean row norms without overflow: rows are scaled by their largest entry first, so a
-    row like ``(1e200, 1e200)`` has norm ``1.41e200`` (not ``inf``) and is clipped onto the ball
-    along its own direction. A norm beyond the float range is reported as ``inf``."""
+def _rows_by_peak(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(peak, unit, unit_norms)``: each row's largest ``|entry|``, the row divided by it and that
+    quotient's norm, so that ``||x|| = peak * ||unit||`` is computed without overflow: a row like
+    ``(1e200, 1e200)`` has norm ``1.41e200`` (not ``inf``) and is clipped along its own direction."""
     peak = np.max(np.abs(X), axis=1, initial=0.0)
-    safe = np.where(peak > 0, peak, 1.0)
-    with np.errstate(over="ignore"):
-        return peak * np.linalg.norm(X / safe[:, None], axis=1)
+    unit = X / np.where(peak > 0, peak, 1.0)[:, None]
+    return peak, unit, np.linalg.norm(unit, axis=1)
 
 
 def clip(
@@ -440,15 +450,13 @@ def clip(
     """
     _check_positive("x_bound", x_bound)
     _check_positive("y_bound", y_bound)
-    norms = _row_norms(X)
+    peak, unit, unit_norms = _rows_by_peak(X)
+    with np.errstate(over="ignore"):  # a norm beyond the float range is inf, and that row is clipped
+        norms = peak * unit_norms
     over = norms > x_bound
     # a few ulps inside the ball, so that rounding never leaves a clipped row outside it
     shrink = x_bound * (1.0 - 8.0 * np.finfo(np.float64).eps)
-    peak = np.max(np.abs(X), axis=1, initial=0.0)
-    # scale in two steps (by the largest entry, then onto the ball) so that no product overflows
-    unit = X / np.where(over, peak, 1.0)[:, None]
-    scale = np.where(over, shrink / np.where(over, norms / np.where(over, peak, 1.0), 1.0), 1.0)
-    Xc = unit * scale[:, None]
+    Xc = np.where(over[:, None], unit * (shrink / np.where(over, unit_norms, 1.0))[:, None], X)
     y_over = np.abs(y) > y_bound
     yc = np.clip(y, -y_bound, y_bound)
     report = ClipReport(

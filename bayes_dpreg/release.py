@@ -36,6 +36,7 @@ from .privacy import (
     Calibration,
     CalibrationKind,
     NoiseKind,
+    adassp_lambda_sigma,
     bs_sensitivity,
     discrete_bs,
     discrete_gaussian,
@@ -280,20 +281,8 @@ def _expected_calibration(s: NoisyStats) -> tuple[Calibration, float | None]:
                     noise=s.noise, d=s.d, n=s.n)  # type: ignore[arg-type]
     sigma_lambda = None
     if s.mechanism == "adassp":
-        sigma_lambda = _adassp_lambda_sigma(s.epsilon, s.delta, s.x_bound, s.noise, s.n)
+        sigma_lambda = adassp_lambda_sigma(s.epsilon, s.delta, s.x_bound, s.noise, s.n)[0]  # type: ignore[arg-type]
     return cal, sigma_lambda
-
-
-def _adassp_lambda_sigma(epsilon: float, delta: float, x_bound: float, noise: str, n: int) -> float:
-    if noise == "discrete":
-        return _discrete_lambda(epsilon, delta, x_bound, n)[0]
-    return analytic_gaussian_sigma(epsilon / 3.0, delta / 3.0, x_bound**2)
-
-
-def _discrete_lambda(epsilon: float, delta: float, x_bound: float, n: int) -> tuple[float, int]:
-    from .privacy import _discrete
-
-    return _discrete(epsilon / 3.0, delta / 3.0, x_bound**2, 1, n * x_bound**2)
 
 
 def _on_grid(values: np.ndarray, k: int | None) -> bool:
@@ -377,10 +366,7 @@ _SCHEMA: dict[str, tuple[type, ...]] = {
 def _read_capped(path: Path, max_bytes: int) -> bytes:
     """The bytes of a regular file of at most ``max_bytes``: FIFOs, devices and directories are
     refused before they are opened for reading, and reading stops past the cap."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        raise
+    st = path.stat()
     if not stat.S_ISREG(st.st_mode):
         raise StatsFileError(f"{path}: not a regular file")
     if st.st_size > max_bytes:
@@ -400,12 +386,10 @@ def _check_schema(path: Path, payload: dict[str, Any]) -> None:
         if not isinstance(v, types):
             raise StatsFileError(f"{path}: field {key!r} must be {' or '.join(t.__name__ for t in types)}, "
                                  f"got {type(v).__name__}")
-    for key in ("S", "z"):
-        flat = payload[key] if key == "z" else [x for row in payload[key] for x in (row if isinstance(row, list)
-                                                                                       else [row])]
-        if key == "S" and not all(isinstance(row, list) for row in payload[key]):
-            raise StatsFileError(f"{path}: field 'S' must be a list of rows")
-        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in flat):
+    if not all(isinstance(row, list) for row in payload["S"]):
+        raise StatsFileError(f"{path}: field 'S' must be a list of rows")
+    for key, values in (("S", [x for row in payload["S"] for x in row]), ("z", payload["z"])):
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in values):
             raise StatsFileError(f"{path}: field {key!r} must hold numbers only")
 
 
@@ -522,18 +506,23 @@ def _noise_kind(noise: str, seed: Any, calibration: str) -> NoiseKind:
     return noise  # type: ignore[return-value]
 
 
+def _symmetric_from_upper(upper: np.ndarray, d: int) -> np.ndarray:
+    """The symmetric ``d x d`` matrix whose upper triangle (diagonal included, row-major) is ``upper``."""
+    iu = np.triu_indices(d)
+    M = np.zeros((d, d))
+    M[iu] = upper
+    return M + np.triu(M, 1).T
+
+
 def _discrete_ssp_noise(S: np.ndarray, z: np.ndarray, cal: Calibration) -> tuple[np.ndarray, np.ndarray]:
     """``[upper(S), z]`` through the discrete Gaussian mechanism: one call (joint) or two (split)."""
-    iu = np.triu_indices(S.shape[0])
+    d = S.shape[0]
+    upper = S[np.triu_indices(d)]
     if cal.kind == "joint":
-        v = discrete_gaussian(np.concatenate([S[iu], z]), cal.sigma_S, cal.grid_S)  # type: ignore[arg-type]
-        upper, z_noisy = v[: iu[0].size], v[iu[0].size:]
-    else:
-        upper = discrete_gaussian(S[iu], cal.sigma_S, cal.grid_S)  # type: ignore[arg-type]
-        z_noisy = discrete_gaussian(z, cal.sigma_z, cal.grid_z)  # type: ignore[arg-type]
-    S_noisy = np.zeros_like(S)
-    S_noisy[iu] = upper
-    return S_noisy + np.triu(S_noisy, 1).T, z_noisy
+        v = discrete_gaussian(np.concatenate([upper, z]), cal.sigma_S, cal.grid_S)  # type: ignore[arg-type]
+        return _symmetric_from_upper(v[: upper.size], d), v[upper.size:]
+    return (_symmetric_from_upper(discrete_gaussian(upper, cal.sigma_S, cal.grid_S), d),  # type: ignore[arg-type]
+            discrete_gaussian(z, cal.sigma_z, cal.grid_z))  # type: ignore[arg-type]
 
 
 def _new_release_id(rng: np.random.Generator, seed: Any, *released: np.ndarray) -> str:
@@ -550,10 +539,7 @@ def _new_release_id(rng: np.random.Generator, seed: Any, *released: np.ndarray) 
 
 def _symmetric_noise(rng: np.random.Generator, d: int) -> np.ndarray:
     """``M``: symmetric, upper triangle (with diagonal) iid N(0, 1)."""
-    iu = np.triu_indices(d)
-    M = np.zeros((d, d))
-    M[iu] = rng.standard_normal(iu[0].size)
-    return M + np.triu(M, 1).T
+    return _symmetric_from_upper(rng.standard_normal(d * (d + 1) // 2), d)
 
 
 def _exact_stats(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -752,7 +738,7 @@ def release_adassp(
     if ledger is not None:
         n, d = X.shape
         cal = calibrate(2.0 * epsilon / 3.0, 2.0 * delta / 3.0, x_bound, y_bound, calibration, noise=kind, d=d, n=n)
-        sig_l = _adassp_lambda_sigma(epsilon, delta, x_bound, kind, n)
+        sig_l = adassp_lambda_sigma(epsilon, delta, x_bound, kind, n)[0]  # type: ignore[arg-type]
         _reserve(ledger, "adassp", name, epsilon, delta, kind, "",
                  _ssp_components(cal, 2.0 * epsilon / 3.0, 2.0 * delta / 3.0, x_bound, y_bound)
                  + [(sig_l, sig_l / analytic_gaussian_sigma(epsilon / 3.0, delta / 3.0))])
@@ -762,11 +748,10 @@ def release_adassp(
     )
     Xc, _, _ = clip(X, y, x_bound, y_bound)
     lam = float(np.linalg.eigvalsh(_exact_stats(Xc, y)[0])[0])
-    if base.noise == "discrete":
-        sigma_l, k = _discrete_lambda(epsilon, delta, x_bound, base.n)
+    sigma_l, k = adassp_lambda_sigma(epsilon, delta, x_bound, base.noise, base.n)  # type: ignore[arg-type]
+    if k is not None:
         lam_dp = float(discrete_gaussian(np.array([lam]), sigma_l, k)[0])
     else:
-        sigma_l = analytic_gaussian_sigma(epsilon / 3.0, delta / 3.0, x_bound**2)
         lam_dp = lam + sigma_l * np.random.default_rng(ss_lambda).standard_normal()
     lam_noisy = max(lam_dp - math.sqrt(math.log(6.0 / delta)) * sigma_l, 0.0)
     fields = base.to_dict()
@@ -811,11 +796,9 @@ def release_bs(
             else sigma / analytic_gaussian_sigma(epsilon, delta))
     _reserve(ledger, "bs", name, epsilon, delta, kind, "", [(sigma, sens)])
     if kind == "discrete":
-        iu = np.triu_indices(d)
-        v = discrete_gaussian(np.concatenate([S[iu], z, [yc @ yc]]), sigma, k)
-        S_noisy = np.zeros_like(S)
-        S_noisy[iu] = v[: iu[0].size]
-        S_noisy, z_noisy, u = S_noisy + np.triu(S_noisy, 1).T, v[iu[0].size:-1], float(v[-1])
+        m = d * (d + 1) // 2
+        v = discrete_gaussian(np.concatenate([S[np.triu_indices(d)], z, [yc @ yc]]), sigma, k)
+        S_noisy, z_noisy, u = _symmetric_from_upper(v[:m], d), v[m:-1], float(v[-1])
     else:
         S_noisy, z_noisy = S + sigma * _symmetric_noise(rng, d), z + sigma * rng.standard_normal(d)
         u = float(yc @ yc + sigma * rng.standard_normal())
