@@ -1,4 +1,4 @@
-"""Command line: ``bayes-dpreg {demo,release,budget,fit,sigma,reproduce}``."""
+"""Command line: ``bayes-dpreg {demo,bounds,release,budget,fit,sigma,reproduce}``."""
 
 from __future__ import annotations
 
@@ -96,12 +96,8 @@ def cmd_release(args: argparse.Namespace) -> int:
     output = Path(args.output)
     if output.exists() and not args.force:
         raise FileExistsError(f"{output} exists; pass --force to replace it")
-    ledger = None
-    if args.ledger:
-        from .ledger import PrivacyLedger
-
-        ledger = PrivacyLedger(args.ledger, args.budget_epsilon, args.budget_delta, source=str(args.data))
-    y_col = int(args.y_column) if args.y_column.lstrip("-").isdigit() else args.y_column
+    ledger = _open_ledger(args)
+    y_col = _y_column(args.y_column)
     name = args.name if args.name is not None else output.stem
     stats, notes = _release_all([(args.data, y_col)], epsilon=args.epsilon, delta=args.delta, x_bound=args.x_bound,
                                 y_bound=args.y_bound, seed=args.seed, names=[name], mechanism=args.mechanism,
@@ -117,6 +113,34 @@ def cmd_release(args: argparse.Namespace) -> int:
         sp = ledger.spent()
         print(f"ledger {ledger.path}: spent eps = {sp['epsilon_pld']:.4g} at delta = {sp['delta']:g} of the budget "
               f"{ledger.budget}")
+    return 0
+
+
+def _open_ledger(args: argparse.Namespace) -> object | None:
+    if not args.ledger:
+        return None
+    from .ledger import PrivacyLedger
+
+    return PrivacyLedger(args.ledger, args.budget_epsilon, args.budget_delta, source=str(args.data))
+
+
+def _y_column(text: str) -> int | str:
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def cmd_bounds(args: argparse.Namespace) -> int:
+    from .bounds import propose_bounds
+
+    ledger = _open_ledger(args)
+    pb = propose_bounds(args.data, _y_column(args.y_column), epsilon=args.epsilon, quantile=args.quantile,
+                        x_range=tuple(args.x_range), y_range=tuple(args.y_range), ledger=ledger,
+                        name=args.name or "", columns=args.columns)
+    print(f"proposed (eps = {pb.epsilon:g}, quantile {pb.quantile:g}; safe to publish): "
+          f"--x-bound {pb.x_bound:.6g} --y-bound {pb.y_bound:.6g}")
+    print(f"for you only: these bounds would clip {100 * pb.x_clipped:.2f}% of the {pb.n_rows} rows' x "
+          f"and {100 * pb.y_clipped:.2f}% of their y")
+    if ledger is not None:
+        print(ledger.table().splitlines()[-1])
     return 0
 
 
@@ -239,6 +263,18 @@ def _methods() -> list[str]:
     return list(SAMPLERS)
 
 
+def _table_arguments(p: argparse.ArgumentParser) -> None:
+    """The response/feature columns and the privacy ledger, shared by ``release`` and ``bounds``."""
+    p.add_argument("--y-column", dest="y_column", default="-1",
+                   help="the response column: a name (files with a header) or a 0-based index (default -1, the last)")
+    p.add_argument("--columns", nargs="+", default=None, help="the feature columns (default: all but the response)")
+    p.add_argument("--ledger", default=None,
+                   help="privacy ledger of this data source (JSON); refused if it would exceed its budget")
+    p.add_argument("--budget-epsilon", dest="budget_epsilon", type=float, default=None,
+                   help="total epsilon of a new ledger")
+    p.add_argument("--budget-delta", dest="budget_delta", type=float, default=None, help="total delta of a new ledger")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bayes-dpreg", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -267,17 +303,24 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--mechanism", default="ssp", choices=["ssp", "adassp", "bs"],
                    help="ssp (default: S and z, for every method but bs/adassp), adassp or bs")
     r.add_argument("--intercept", action="store_true", help="release the statistics of [1, x] (normalx-intercept)")
-    r.add_argument("--y-column", dest="y_column", default="-1",
-                   help="the response column: a name (files with a header) or a 0-based index (default -1, the last)")
-    r.add_argument("--columns", nargs="+", default=None, help="the feature columns (default: all but the response)")
     r.add_argument("--force", action="store_true", help="replace the output file if it exists")
-    r.add_argument("--ledger", default=None,
-                   help="privacy ledger of this data source (JSON); the release is refused if it would exceed its budget")
-    r.add_argument("--budget-epsilon", dest="budget_epsilon", type=float, default=None,
-                   help="total epsilon of a new ledger")
-    r.add_argument("--budget-delta", dest="budget_delta", type=float, default=None, help="total delta of a new ledger")
+    _table_arguments(r)
     r.add_argument("-o", "--output", required=True)
     r.set_defaults(func=cmd_release)
+
+    bd = sub.add_parser("bounds", help="propose x_bound and y_bound for a release by DP quantiles of the row norms "
+                        "and |y| (spends --epsilon of the party's budget; record it with --ledger)")
+    bd.add_argument("data")
+    bd.add_argument("--epsilon", type=float, required=True, help="spent on the two quantiles (half each)")
+    bd.add_argument("--quantile", type=float, default=None,
+                    help="share of rows to keep unclipped (default: min(0.99, 1 - 80 / (n eps / 2)))")
+    bd.add_argument("--x-range", dest="x_range", type=float, nargs=2, default=[1e-6, 1e9], metavar=("LO", "HI"),
+                    help="public range of candidate x bounds")
+    bd.add_argument("--y-range", dest="y_range", type=float, nargs=2, default=[1e-6, 1e9], metavar=("LO", "HI"),
+                    help="public range of candidate y bounds")
+    bd.add_argument("--name", default=None, help="the party's name in the ledger")
+    _table_arguments(bd)
+    bd.set_defaults(func=cmd_bounds)
 
     b = sub.add_parser("budget", help="show a privacy ledger: its releases and the budget spent")
     b.add_argument("ledger")

@@ -4,10 +4,11 @@ would exceed the declared total budget is refused before any noise is drawn.
 The ledger is a small JSON file (by default next to the data). Each entry holds the
 mechanism, the declared ``(epsilon, delta)``, the noise sds, the L2 sensitivities they
 were calibrated to (grown by the grid rounding for discrete noise) and the time. Every
-release here is one or more Gaussian mechanisms, so the total privacy loss is the
-composition of Gaussians with noise multipliers ``sigma / Delta``, computed with
-Google's ``dp_accounting`` privacy-loss-distribution accountant (tight; Koskela et al.
-2020, Doroshenko et al. 2022) at the budget's ``delta``. A release is allowed when
+statistics release is one or more Gaussian mechanisms (noise multipliers
+``sigma / Delta``); a bound proposal (:mod:`bayes_dpreg.bounds`) is pure
+``epsilon``-DP. The total privacy loss is their composition by privacy-loss
+distributions with Google's ``dp_accounting`` (tight for the Gaussians; Koskela et al.
+2020, Doroshenko et al. 2022), at the budget's ``delta``. A release is allowed when
 either that accountant or basic composition (``sum eps <= budget eps`` and
 ``sum delta <= budget delta``) certifies the total; both are valid upper bounds, the
 first much smaller for several releases, the second exact for a single one.
@@ -58,14 +59,27 @@ class LedgerEntry:
         return tuple(s / d for s, d in zip(self.sigmas, self.sensitivities))
 
 
-def _composed_epsilon(multipliers: Sequence[float], delta: float) -> float:
-    from dp_accounting import dp_event, pld
+def _composed_epsilon(entries: Sequence["LedgerEntry"], delta: float) -> float:
+    """Epsilon at ``delta`` of all entries composed, by privacy-loss distributions: each Gaussian
+    component by its own PLD, and an entry with no Gaussian component (the pure-DP bound
+    proposal, :mod:`bayes_dpreg.bounds`) by the PLD of a generic ``(epsilon, delta)``-DP
+    mechanism, which dominates every mechanism with that guarantee."""
+    from dp_accounting.pld import common, privacy_loss_distribution as pldlib
 
-    if not multipliers:
+    plds = [pldlib.from_gaussian_mechanism(m, value_discretization_interval=_PLD_INTERVAL)
+            for e in entries for m in e.noise_multipliers]
+    plds += [pldlib.from_privacy_parameters(common.DifferentialPrivacyParameters(e.epsilon, e.delta),
+                                            value_discretization_interval=_PLD_INTERVAL)
+             for e in entries if not e.sigmas]
+    if not plds:
         return 0.0
-    acc = pld.PLDAccountant(value_discretization_interval=1e-4)
-    acc.compose(dp_event.ComposedDpEvent([dp_event.GaussianDpEvent(m) for m in multipliers]))
-    return float(acc.get_epsilon(delta))
+    total = plds[0]
+    for p in plds[1:]:
+        total = total.compose(p)
+    return float(total.get_epsilon_for_delta(delta))
+
+
+_PLD_INTERVAL = 1e-4
 
 
 class PrivacyLedger:
@@ -149,8 +163,7 @@ class PrivacyLedger:
     def _totals(cls, doc: dict[str, Any], extra: Sequence[LedgerEntry]) -> dict[str, float]:
         entries = [*cls._entries(doc), *extra]
         delta_b = doc["budget"]["delta"]
-        mult = [m for e in entries for m in e.noise_multipliers]
-        return {"epsilon_pld": _composed_epsilon(mult, delta_b), "delta": delta_b,
+        return {"epsilon_pld": _composed_epsilon(entries, delta_b), "delta": delta_b,
                 "epsilon_basic": sum(e.epsilon for e in entries), "delta_basic": sum(e.delta for e in entries)}
 
     def spent(self, extra: Sequence[LedgerEntry] = ()) -> dict[str, float]:
@@ -188,7 +201,7 @@ class PrivacyLedger:
                  f"{'time (UTC)':<20} {'name':<16} {'mechanism':<9} {'noise':<8} {'eps':>7} {'delta':>9} "
                  f"{'sigma / sensitivity':>22}"]
         for e in self.entries:
-            mult = ", ".join(f"{m:.4g}" for m in e.noise_multipliers)
+            mult = ", ".join(f"{m:.4g}" for m in e.noise_multipliers) or "pure eps-DP"
             lines.append(f"{e.time[:19]:<20} {e.name[:16]:<16} {e.mechanism:<9} {e.noise:<8} {e.epsilon:>7.4g} "
                          f"{e.delta:>9.3g} {mult:>22}")
         s = self.spent()
