@@ -4,7 +4,10 @@ clipped rows accumulated over Arrow record batches, so that memory stays flat in
 Sources (:func:`batches`): a CSV or Parquet file or a directory of them (``pyarrow.dataset``;
 for CSV an optional header line, detected when a field of the first line is not a number),
 a ``pyarrow.Table``/``RecordBatchReader``/``Dataset`` (Polars and DuckDB hand these over),
-or any iterable of ``(X, y)`` array batches. ``y`` names the response column (an index for a
+any iterable of ``(X, y)`` array batches, or a Dask DataFrame (a party whose table
+outgrows one machine: each partition is clipped and summed on the cluster by
+:func:`_dask_partials`, and only the ``d x d`` partial sums come back; the noise is added
+once, on the caller's side). ``y`` names the response column (an index for a
 headerless CSV, default the last); the features are ``columns`` or all others, in order.
 Every batch is checked (numeric, no nulls, finite) with an error naming the column, and
 clipped row by row to the declared bounds before it enters the sums (float64, one BLAS
@@ -28,14 +31,52 @@ BATCH_ROWS = 1 << 16
 
 
 def is_table_source(X: Any) -> bool:
-    """Whether ``release`` should stream ``X`` (a path, an Arrow object or a batch iterator)."""
+    """Whether ``release`` should stream ``X`` (a path, an Arrow object, a Dask DataFrame or a batch iterator)."""
     if isinstance(X, (str, os.PathLike)):
+        return True
+    if _is_dask_frame(X):
         return True
     mod = type(X).__module__
     if mod.startswith("pyarrow"):
         return True
     return isinstance(X, Iterator) or (isinstance(X, Iterable) and not hasattr(X, "__array__")
                                        and not isinstance(X, (list, tuple)))
+
+
+def _is_dask_frame(X: Any) -> bool:
+    return type(X).__module__.startswith("dask") and hasattr(X, "to_delayed") and hasattr(X, "columns")
+
+
+def _partition_sums(frame: Any, x_bound: float, y_bound: float, y: Any, columns: list[str] | None,
+                    intercept: bool) -> tuple[np.ndarray, np.ndarray, int, ClipReport] | None:
+    """Clipped ``S``, ``z`` of one pandas partition (runs on a Dask worker)."""
+    import pyarrow as pa
+
+    if len(frame) == 0:
+        return None
+    X, yv = _column_arrays(pa.RecordBatch.from_pandas(frame, preserve_index=False), y, columns)
+    return _clipped_sums(X, yv, x_bound, y_bound, intercept)
+
+
+def _clipped_sums(X: np.ndarray, y: np.ndarray, x_bound: float, y_bound: float,
+                  intercept: bool) -> tuple[np.ndarray, np.ndarray, int, ClipReport]:
+    from .release import validate_data
+
+    X, y = validate_data(X, y, min_rows=1)
+    Xc, yc, rep = clip(X, y, x_bound, y_bound)
+    if intercept:
+        Xc = np.column_stack([np.ones(Xc.shape[0]), Xc])
+    return Xc.T @ Xc, Xc.T @ yc, Xc.shape[0], rep
+
+
+def _dask_partials(frame: Any, x_bound: float, y_bound: float, y: Any, columns: list[str] | None,
+                   intercept: bool) -> list[tuple[np.ndarray, np.ndarray, int, ClipReport]]:
+    """Per-partition clipped sums of a Dask DataFrame, computed where the partitions live
+    (the active ``distributed`` client, else Dask's default scheduler)."""
+    import dask
+
+    parts = [dask.delayed(_partition_sums)(p, x_bound, y_bound, y, columns, intercept) for p in frame.to_delayed()]
+    return [r for r in dask.compute(*parts) if r is not None]
 
 
 def _csv_header(path: Path) -> bool:
@@ -110,6 +151,15 @@ def batches(source: Any, y: Any = -1, columns: list[str] | None = None,
             batch_rows: int = BATCH_ROWS) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """``(X, y)`` float64 batches of ``source`` (see the module docstring)."""
     label = str(source) if isinstance(source, (str, os.PathLike)) else type(source).__name__
+    if _is_dask_frame(source):  # one partition at a time, on the caller's side
+        import pyarrow as pa
+
+        y_col = list(source.columns)[y] if isinstance(y, int) else y
+        for i in range(source.npartitions):
+            frame = source.get_partition(i).compute()
+            if len(frame):
+                yield _column_arrays(pa.RecordBatch.from_pandas(frame, preserve_index=False), y_col, columns)
+        return
     if isinstance(source, (str, os.PathLike)) or type(source).__module__.startswith("pyarrow"):
         import pyarrow as pa
 
@@ -160,20 +210,19 @@ class Accumulated:
 def accumulate(source: Any, x_bound: float, y_bound: float, *, y: Any = -1, columns: list[str] | None = None,
                intercept: bool = False, batch_rows: int = BATCH_ROWS, progress: bool = False) -> Accumulated:
     """Clip every row of every batch to the bounds and sum its contributions to ``S`` and ``z``."""
-    from .release import validate_data
-
     acc = Accumulated()
-    it: Iterable = batches(source, y, columns, batch_rows)
-    if progress:
-        from tqdm.auto import tqdm
+    if _is_dask_frame(source):
+        y_col = list(source.columns)[y] if isinstance(y, int) else y
+        for part in _dask_partials(source, x_bound, y_bound, y_col, columns, intercept):
+            acc.add(*part)
+    else:
+        it: Iterable = batches(source, y, columns, batch_rows)
+        if progress:
+            from tqdm.auto import tqdm
 
-        it = tqdm(it, unit=" batches", desc="release")
-    for Xb, yb in it:
-        Xb, yb = validate_data(Xb, yb, min_rows=1)
-        Xc, yc, rep = clip(Xb, yb, x_bound, y_bound)
-        if intercept:
-            Xc = np.column_stack([np.ones(Xc.shape[0]), Xc])
-        acc.add(Xc.T @ Xc, Xc.T @ yc, Xc.shape[0], rep)
+            it = tqdm(it, unit=" batches", desc="release")
+        for Xb, yb in it:
+            acc.add(*_clipped_sums(Xb, yb, x_bound, y_bound, intercept))
     if acc.S is None:
         raise ValueError("the source has no rows")
     acc.S = 0.5 * (acc.S + acc.S.T)

@@ -10,7 +10,7 @@
    estimate the bound moves most) against the non-private OLS fit of all rows, split
    into the clipping bias (``fixeds`` on the clipped data with no noise: OLS of the clipped
    rows) and the total over ``--reps`` releases. Also the DP proposal
-   (:func:`bayes_dpreg.propose_bounds` at eps = 0.1 per party, default quantile) as a
+   (:func:`bayes_dpreg.propose_bounds` at eps = 0.5 per party, default quantile) as a
    vertical line. Writes ``bounds_tradeoff.png`` and ``bounds_tradeoff.md``.
 2. **Reliability** of the private quantile (OpenDP's exponential mechanism over the
    default candidate grid): how often the proposal lands above 1.5x the maximum norm,
@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = {"power_plant": "power_plant_energy.csv", "bike_sharing": "bike_sharing.csv"}
 QUANTILES = (0.5, 0.8, 0.9, 0.95, 0.99, 0.999, 1.0)
 LOOSER = (1.5, 3.0)
-J, EPS, DELTA, PROPOSAL_EPS = 5, 1.0, 1e-5, 0.1
+J, EPS, DELTA, PROPOSAL_EPS = 5, 1.0, 1e-5, 0.5
 
 
 def _ols(X: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -234,6 +234,36 @@ def test_parquet_streamed_in_small_batches_matches_the_in_memory_release(tmp_pat
         bd.release(table, "nope", **kw)
 
 
+def test_dask_frame_on_a_local_cluster_matches_the_in_memory_release():
+    """Partial sums per partition on the workers, noise once on the caller's side."""
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    distributed = pytest.importorskip("distributed")
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(4000, 3)) * 0.8
+    y = np.clip(X @ [0.5, -0.3, 0.2] + 0.2 * rng.normal(size=4000), -1.5, 1.5)
+    frame = dd.from_pandas(pd.DataFrame({"age": X[:, 0], "dose": X[:, 1], "bmi": X[:, 2], "outcome": y}),
+                           npartitions=7)
+    kw = dict(epsilon=1.0, delta=1e-5, x_bound=1.5, y_bound=1.0, seed=9, noise="float")
+    with pytest.warns(bd.ClippingWarning) as rec:
+        ref = bd.release(X, y, **kw)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster):
+        with pytest.warns(bd.ClippingWarning) as rec2:
+            got = bd.release(frame, "outcome", **kw)
+        sub = bd.release(frame, "outcome", columns=["dose", "age"], **kw)
+    assert str(rec[0].message) == str(rec2[0].message)
+    np.testing.assert_allclose(got.S, ref.S, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(got.z, ref.z, rtol=0, atol=1e-9)
+    assert got.n == ref.n
+    np.testing.assert_allclose(sub.S, bd.release(X[:, [1, 0]], y, **kw).S, atol=1e-9)
+    pb = bd.propose_bounds(frame, "outcome", epsilon=2.0, quantile=0.9)  # one partition at a time
+    assert pb.n_rows == 4000
+    with pytest.raises(ValueError, match="no response column 'nope'"):
+        bd.release(frame, "nope", **kw)
+
+
 def test_cli_release_names_parties_refuses_overwrite_and_offers_every_mechanism(tmp_path, capsys):
     X, y = _data()
     csv = tmp_path / "d.csv"
