@@ -735,11 +735,12 @@ def release_adassp(
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     ss_stats, ss_lambda = ss.spawn(2)
     kind = "float" if seeded or calibration == "as_published" else "discrete"
+    release_id = "" if seeded else secrets.token_hex(16)
     if ledger is not None:
         n, d = X.shape
         cal = calibrate(2.0 * epsilon / 3.0, 2.0 * delta / 3.0, x_bound, y_bound, calibration, noise=kind, d=d, n=n)
         sig_l = adassp_lambda_sigma(epsilon, delta, x_bound, kind, n)[0]  # type: ignore[arg-type]
-        _reserve(ledger, "adassp", name, epsilon, delta, kind, "",
+        _reserve(ledger, "adassp", name, epsilon, delta, kind, release_id,
                  _ssp_components(cal, 2.0 * epsilon / 3.0, 2.0 * delta / 3.0, x_bound, y_bound)
                  + [(sig_l, sig_l / analytic_gaussian_sigma(epsilon / 3.0, delta / 3.0))])
     base = release(
@@ -757,7 +758,7 @@ def release_adassp(
     fields = base.to_dict()
     fields.update(
         epsilon=float(epsilon), delta=float(delta), mechanism="adassp",
-        lambda_min=lam_noisy, sigma_lambda=sigma_l,
+        lambda_min=lam_noisy, sigma_lambda=sigma_l, release_id=release_id or base.release_id,
     )
     out = NoisyStats(**fields)
     warn_if_not_private(out)
@@ -794,7 +795,8 @@ def release_bs(
         sigma, k = discrete_bs(epsilon, delta, x_bound, y_bound, d, n)
     sens = (bs_sensitivity(x_bound, y_bound, "replace") if calibration == "as_published"
             else sigma / analytic_gaussian_sigma(epsilon, delta))
-    _reserve(ledger, "bs", name, epsilon, delta, kind, "", [(sigma, sens)])
+    release_id = "" if seed is not None else secrets.token_hex(16)
+    _reserve(ledger, "bs", name, epsilon, delta, kind, release_id, [(sigma, sens)])
     if kind == "discrete":
         m = d * (d + 1) // 2
         v = discrete_gaussian(np.concatenate([S[np.triu_indices(d)], z, [yc @ yc]]), sigma, k)
@@ -807,7 +809,7 @@ def release_bs(
         sigma_S=sigma, sigma_z=sigma, epsilon=float(epsilon), delta=float(delta), x_bound=float(x_bound),
         y_bound=float(y_bound), calibration=calibration,
         neighbouring="add_remove" if calibration == "as_published" else "replace", mechanism="bs", name=name,
-        release_id=_new_release_id(rng, seed, S_noisy, z_noisy), reproducible_seed=seed is not None,
+        release_id=release_id or _new_release_id(rng, seed, S_noisy, z_noisy), reproducible_seed=seed is not None,
     )
     warn_if_not_private(out)
     return out

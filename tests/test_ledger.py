@@ -107,3 +107,12 @@ def test_cli_release_with_ledger_and_budget(tmp_path, capsys):
     assert main(["budget", str(ledger)]) == 0
     out = capsys.readouterr().out
     assert "budget (eps, delta) = (1.3, 1e-05)" in out and "discrete" in out and "PLD accountant" in out
+
+
+def test_every_mechanism_records_the_files_release_id(tmp_path):
+    X, y = _data()
+    book = PrivacyLedger(tmp_path / "l.json", 10.0, 1e-3)
+    kw = dict(epsilon=1.0, delta=1e-5, x_bound=2.0, y_bound=1.0, ledger=book)
+    got = [bd.release(X, y, **kw), bd.release_adassp(X, y, **kw), bd.release_bs(X, y, **kw)]
+    ids = [e.release_id for e in book.entries]
+    assert ids == [s.release_id for s in got] and all(len(i) == 32 for i in ids) and len(set(ids)) == 3
