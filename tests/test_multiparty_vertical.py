@@ -344,3 +344,28 @@ def test_real_data_preprocessing(shared_data):
     assert train.shape[0] == 1070 and test.shape[0] == 268  # the paper's n = 1070
     parties = V.split_attributes(train, 5)
     assert [b.shape[1] for b in parties] == [2, 2, 2, 2, 2]
+
+
+def test_unseeded_release_is_discrete_on_a_grid_with_the_declared_sd():
+    """noise_seed=None: OpenDP's discrete Gaussian, every released value a multiple of 2^g."""
+    from bayes_dpreg.privacy import discrete_grid
+
+    rng = np.random.default_rng(0)
+    parties = [np.zeros((4000, 3)), np.zeros((4000, 2))]
+    cont = V.entry_noise_std(1.0, 1e-5, 3, "analytic")
+    dgm = V.release_dgm(parties, 1.0, 1e-5, noise_seed=None, calibration="analytic")
+    assert dgm.noise == "discrete"
+    assert 0 < dgm.noise_std / cont - 1 < 1e-3
+    g = discrete_grid(cont, 1.0)
+    assert np.all(dgm.public / 2.0**g == np.round(dgm.public / 2.0**g))
+    assert np.std(dgm.public) == pytest.approx(dgm.noise_std, rel=0.03)
+    X = rng.uniform(-1, 1, size=(3000, 4))
+    rm = V.release_rmgm([X[:, :2], X[:, 2:]], 1.0, 1e-5, 500, mixing_seed=1, noise_seed=None)
+    assert rm.noise == "discrete" and rm.public.shape == (500, 4)
+    g = discrete_grid(V.entry_noise_std(1.0, 1e-5, 2), 3000 / np.sqrt(500))
+    assert np.all(rm.public / 2.0**g == np.round(rm.public / 2.0**g))
+    resid = rm.public - V.mix(X, 500, 1)
+    assert np.std(resid) == pytest.approx(rm.noise_std, rel=0.05)
+    own = V.release_party_dgm(parties[0], dgm.noise_std, None)
+    assert np.std(own.public) == pytest.approx(dgm.noise_std, rel=0.05)
+    assert V.release_dgm(parties, 1.0, 1e-5, noise_seed=3).noise == "float"
