@@ -33,6 +33,7 @@ if _SET_NPROC and _xla_bridge.backends_are_initialized():  # pragma: no cover - 
 jax.config.update("jax_enable_x64", True)
 
 from .bounds import ProposedBounds, propose_bounds  # noqa: E402
+from .compare import compare, inclusion, log_evidence  # noqa: E402
 from .data import Dataset, Simulated, load_dataset, load_power_plant, simulate, split_parties  # noqa: E402
 from .diagnostics import ConvergenceWarning  # noqa: E402
 from .inference import METHODS, NoiseWarning, fit  # noqa: E402
@@ -60,6 +61,9 @@ from .release import (  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
+    "compare",
+    "inclusion",
+    "log_evidence",
     "ProposedBounds",
     "propose_bounds",
     "ClippingWarning",

@@ -1,4 +1,4 @@
-"""Command line: ``bayes-dpreg {demo,bounds,release,budget,fit,sigma,reproduce}``."""
+"""Command line: ``bayes-dpreg {demo,bounds,release,budget,fit,compare,sigma,reproduce}``."""
 
 from __future__ import annotations
 
@@ -201,6 +201,34 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from . import load_stats
+    from .compare import MAX_ENUMERATE_D, compare, inclusion
+    from .prior import load_model
+
+    stats = [load_stats(p) for p in args.stats]
+    prior = load_model(args.model).prior if args.model else None
+    models = None
+    if args.candidate:
+        models = {}
+        for spec in args.candidate:
+            name, _, feats = spec.partition("=")
+            if not name or not _:
+                raise ValueError(f"--candidate must be NAME=FEATURE,FEATURE,... (empty for none), got {spec!r}")
+            models[name] = [int(f) if f.isdigit() else f for f in feats.split(",") if f]
+    names = args.coef_names
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.4g}".format):
+        table, _ = compare(stats, models, prior, model_prior=args.model_prior, coef_names=names)
+        print("fixed-S model evidence and exact leave-one-party-out (bayes_dpreg.compare):")
+        print(table.head(args.top).to_string())
+        if stats[0].d <= MAX_ENUMERATE_D:
+            print(f"\ninclusion over all 2^{stats[0].d} subsets ({args.model_prior} prior over models):")
+            print(inclusion(stats, prior, model_prior=args.model_prior, coef_names=names).to_string())
+    return 0
+
+
 def cmd_sigma(args: argparse.Namespace) -> int:
     from .privacy import analytic_gaussian_sigma, as_published_gaussian_sigma, calibrate, classical_gaussian_sigma
 
@@ -325,6 +353,17 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("budget", help="show a privacy ledger: its releases and the budget spent")
     b.add_argument("ledger")
     b.set_defaults(func=cmd_budget)
+
+    c = sub.add_parser("compare", help="compare feature subsets from released statistics files: evidence, "
+                       "posterior model probabilities, inclusion Bayes factors, leave-one-party-out")
+    c.add_argument("stats", nargs="+")
+    c.add_argument("--candidate", action="append", default=None, metavar="NAME=F1,F2",
+                   help="a candidate model (repeatable); default: every subset when d <= 10")
+    c.add_argument("--model-prior", dest="model_prior", default="uniform", choices=["uniform", "beta-binomial"])
+    c.add_argument("--coef-names", dest="coef_names", nargs="+", default=None, help="labels of the features")
+    c.add_argument("--model", default=None, help="TOML model specification for the prior (see models/)")
+    c.add_argument("--top", type=int, default=20, help="rows of the comparison table to show")
+    c.set_defaults(func=cmd_compare)
 
     f = sub.add_parser("fit", help="fit from released statistics files")
     f.add_argument("stats", nargs="+")
