@@ -21,6 +21,7 @@ import jax
 import numpy as np
 
 from .diagnostics import ConvergenceWarning, convergence, noise_to_signal
+from .idata import build as build_idata
 from .prior import ModelSpec, Prior, load_model, prior_scales
 from .release import NoisyStats, as_stats_list, check_distinct, stack_stats, warn_if_not_private
 from .samplers import DEFAULT_METHOD, SAMPLERS, Sampler
@@ -121,12 +122,15 @@ def fit(
 
     Returns
     -------
-    ``arviz.InferenceData`` with a ``posterior`` group (``theta`` with dims
-    ``chain, draw, coef``; ``sigma2``, ``Sigma_x`` and ``S`` where the method infers
-    them), ``sample_stats`` for the MCMC methods and a ``constant_data`` group
-    holding the released statistics. The posterior's ``attrs`` record ``method``,
-    ``epsilon``, ``delta``, ``J``, ``n``, the resolved prior, the method's settings and,
-    for MCMC methods, ``max_rhat``, ``min_ess_bulk``, ``min_ess_tail`` and ``converged``.
+    ``arviz.InferenceData`` (:mod:`bayes_dpreg.idata`): ``posterior`` (``theta`` with dims
+    ``chain, draw, coef``; ``sigma2`` where the method infers it), ``latent_posterior``
+    (``S``, ``Sigma_x``, ... where inferred), ``sample_stats`` (MCMC), ``observed_data``
+    (the released ``S_tilde``, ``z_tilde``), ``constant_data`` (``n``, noise sds, bounds,
+    eps, delta per party), ``log_likelihood`` (one value per party, for ``az.loo`` and
+    ``az.compare``), ``posterior_predictive``, ``prior`` and ``prior_predictive``. The
+    posterior's ``attrs`` record ``method``, ``epsilon``, ``delta``, ``J``, ``n``, the
+    resolved prior, the method's settings and, for MCMC methods, ``max_rhat``,
+    ``min_ess_bulk``, ``min_ess_tail`` and ``converged``.
 
     Warns
     -----
@@ -163,14 +167,7 @@ def fit(
     res = sampler.run(st, pr, jax.random.key(seed), num_chains, num_samples, num_warmup, **options)
     _check_finite(sampler.name, res.posterior)
     features = names[1:] if sampler.needs_intercept else names
-    idata = az.from_dict(
-        posterior=res.posterior,
-        sample_stats=res.sample_stats,
-        coords={"coef": names, "party": _party_names(stats), "row": features, "col": features,
-                "coef_col": names, "direction": np.arange(len(features))},
-        dims=DIMS,
-        constant_data=_constant_data(st),
-    )
+    idata = build_idata(res, st, pr, sampler, names, _party_names(stats), features, jax.random.key(seed + 1))
     attrs = {
         "method": sampler.name,
         "method_label": sampler.label,
@@ -230,18 +227,6 @@ def _warn_if_unreliable(sampler: Sampler, idata: az.InferenceData, st: Any) -> N
                 f"negligible (noise-to-signal {np.max(ratio):.3g} > {NOISE_TO_SIGNAL_MAX} in party "
                 f"{int(np.argmax(ratio))}): its intervals are too narrow. Use the default method "
                 f"'{DEFAULT_METHOD}', which models the noise.", NoiseWarning, stacklevel=3)
-
-
-def _constant_data(st: Any) -> dict[str, np.ndarray]:
-    return {"S_tilde": st.S, "z_tilde": st.z, "n": st.n, "sigma_S": st.sigma_S, "sigma_z": st.sigma_z}
-
-
-DIMS = {
-    "theta": ["coef"], "Sigma_x": ["row", "col"], "S": ["party", "row", "col"], "mu_x": ["row"],
-    "b": ["party", "row"], "Sx": ["party", "row", "col"],
-    "S_tilde": ["party", "coef", "coef_col"], "z_tilde": ["party", "coef"], "n": ["party"], "sigma_S": ["party"],
-    "sigma_z": ["party"], "accept_prob_S": ["party"], "alpha": ["party"], "accept_prob_eigen": ["direction"],
-}
 
 
 def _check_finite(method: str, draws: dict[str, np.ndarray]) -> None:

@@ -30,7 +30,7 @@ VARIANTS = {"normalx": ("normalx", {}), "normalx, level moves on": ("normalx", {
 
 def diagnostics(idata) -> dict[str, tuple[float, float]]:
     post = idata.posterior
-    ev = np.linalg.eigvalsh(post["Sigma_x"].values)
+    ev = np.linalg.eigvalsh(idata.latent_posterior["Sigma_x"].values)
     ds = az.convert_to_dataset({"theta": post["theta"].values, "sigma2": post["sigma2"].values,
                                 "eig_Sigma_x": ev})
     rh, ess = az.rhat(ds, method="rank"), az.ess(ds, method="bulk")

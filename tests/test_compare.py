@@ -51,12 +51,12 @@ def _brute_log_evidence(stats, prior, mask):
                                    for Sj, v in zip(S, sz2))
         h = sum(Sj[:, keep].T @ np.linalg.solve(s2 * Sj + v * np.eye(d), zj) for Sj, zj, v in zip(S, z, sz2))
         mu, sd = np.linalg.solve(P, h), np.sqrt(np.diag(np.linalg.inv(P)))
-        axes = [np.linspace(m - 12 * s, m + 12 * s, 301) for m, s in zip(mu, sd)]
+        axes = [np.linspace(m - 12 * s, m + 12 * s, 201) for m, s in zip(mu, sd)]
         grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, len(keep))
         full = np.zeros((grid.shape[0], d))
         full[:, keep] = grid
         lp = loglik(full, s2) + sps.multivariate_normal(np.zeros(len(keep)), C).logpdf(grid)
-        lp = lp.reshape([301] * len(keep))
+        lp = lp.reshape([201] * len(keep))
         top = lp.max()
         val = np.exp(lp - top)
         for ax in reversed(axes):

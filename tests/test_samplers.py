@@ -133,25 +133,27 @@ def test_fit_mcmc_structure(method):
     ss = idata.sample_stats
     assert 0 < float(ss["accept_prob_sigma2"].mean()) < 1
     if method == "normalx":
-        assert post["S"].dims == ("chain", "draw", "party", "row", "col") and post["S"].shape == (2, 300, 3, 2, 2)
-        assert post["Sigma_x"].dims == ("chain", "draw", "row", "col")
+        lat = idata.latent_posterior
+        assert "S" not in post and "Sigma_x" not in post  # latent: az.summary lists the model parameters only
+        assert lat["S"].dims == ("chain", "draw", "party", "row", "col") and lat["S"].shape == (2, 300, 3, 2, 2)
+        assert lat["Sigma_x"].dims == ("chain", "draw", "row", "col")
         assert ss["accept_prob_S"].dims == ("chain", "draw", "party")
         assert 0.05 < float(ss["accept_prob_S"].mean()) < 0.5
         assert len(post.attrs["alpha_final"]) == 2 * 3
-        np.testing.assert_allclose(post["S"].values[..., 0, 1], post["S"].values[..., 1, 0])
+        np.testing.assert_allclose(lat["S"].values[..., 0, 1], lat["S"].values[..., 1, 0])
     assert post.attrs["method"] == method and post.attrs["num_warmup"] == 200
 
 
 def test_fit_normalx_nuts_structure():
     stats = _released()
     idata = bd.fit(stats, method="normalx-nuts", num_warmup=150, num_samples=100, num_chains=2, seed=2)
-    post, ss = idata.posterior, idata.sample_stats
-    assert post["S"].shape == (2, 100, 3, 2, 2) and post["Sigma_x"].shape == (2, 100, 2, 2)
+    post, ss, lat = idata.posterior, idata.sample_stats, idata.latent_posterior
+    assert lat["S"].shape == (2, 100, 3, 2, 2) and lat["Sigma_x"].shape == (2, 100, 2, 2)
     assert post["sigma2"].shape == (2, 100) and post["theta"].shape == (2, 100, 2)
     assert set(ss.data_vars) >= {"diverging", "acceptance_rate", "n_steps", "tree_depth", "energy", "step_size", "lp"}
     assert post.attrs["divergences"] == int(ss["diverging"].sum()) and post.attrs["method"] == "normalx-nuts"
-    np.testing.assert_allclose(post["S"].values[..., 0, 1], post["S"].values[..., 1, 0])
-    assert np.all(np.linalg.eigvalsh(post["S"].values) > 0)
+    np.testing.assert_allclose(lat["S"].values[..., 0, 1], lat["S"].values[..., 1, 0])
+    assert np.all(np.linalg.eigvalsh(lat["S"].values) > 0)
 
 
 def test_default_method_is_normalx_nuts_with_the_autoscaled_prior():

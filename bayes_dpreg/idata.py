@@ -1,0 +1,138 @@
+"""The ``arviz.InferenceData`` that :func:`bayes_dpreg.fit` returns, in ArviZ's schema.
+
+Groups:
+
+* ``posterior``: the model parameters, ``theta`` (dims ``coef``) and ``sigma2`` where
+  the method infers it, so that ``az.summary(idata)`` is short;
+* ``latent_posterior``: the latent ``S_j`` (``party, row, col``), ``Sigma_x`` and, for
+  the intercept model, ``mu_x``, ``b``, ``Sx`` (methods that infer them);
+* ``sample_stats``: the sampler's statistics in ArviZ's names where they exist
+  (``lp``, ``diverging``, ``acceptance_rate``, ``energy``, ``step_size``, ``tree_depth``);
+* ``observed_data``: the released ``S_tilde`` and ``z_tilde`` per party;
+* ``constant_data``: ``n``, ``sigma_S``, ``sigma_z``, ``x_bound``, ``y_bound``,
+  ``epsilon``, ``delta`` per party;
+* ``log_likelihood``: ``z_tilde`` (``chain, draw, party``), the log density of each
+  party's released ``z~_j`` given the draw, ``log N(z~_j; S_j theta, sigma_y^2 S_j +
+  sigma_z,j^2 I)`` (:func:`bayes_dpreg.models.z_dist`), with ``S_j`` the draw's latent
+  ``S_j`` where the method infers it and ``nearestPSD(S~_j)`` otherwise. One value per
+  party: the natural unit of leave-one-out here (``az.loo``; for the normalX methods it is
+  leave-one-party-out *given* the latent ``S_j``). The same observation model for every
+  method, so ``az.compare`` can rank methods on one release;
+* ``posterior_predictive``: ``z_tilde`` drawn from that density (``az.plot_ppc``);
+* ``prior`` (``theta``, ``sigma2``) and ``prior_predictive`` (``z_tilde`` at
+  ``S_j = nearestPSD(S~_j)``), 500 draws.
+
+``adassp`` (a point estimate, one draw) gets no likelihood or predictive groups.
+Every group's ``attrs`` carry ``created_by``, ``bayes_dpreg_version``, ``method``,
+``epsilon`` and ``delta``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Sequence
+
+import arviz as az
+import jax
+import jax.numpy as jnp
+import numpy as np
+import xarray as xr
+
+from .linalg import nearest_psd
+from .models import prior_dists, z_dist
+
+__all__ = ["DIMS", "LATENT", "PRIOR_DRAWS", "build"]
+
+DIMS = {
+    "theta": ["coef"], "Sigma_x": ["row", "col"], "S": ["party", "row", "col"], "mu_x": ["row"],
+    "b": ["party", "row"], "Sx": ["party", "row", "col"],
+    "S_tilde": ["party", "coef", "coef_col"], "z_tilde": ["party", "coef"], "n": ["party"], "sigma_S": ["party"],
+    "sigma_z": ["party"], "x_bound": ["party"], "y_bound": ["party"], "epsilon": ["party"], "delta": ["party"],
+    "accept_prob_S": ["party"], "alpha": ["party"], "accept_prob_eigen": ["direction"],
+}
+LATENT = ("S", "Sigma_x", "mu_x", "b", "Sx")
+PRIOR_DRAWS = 500
+
+
+@jax.jit
+def _predictive(theta: jax.Array, sigma2: jax.Array, S: jax.Array, z: jax.Array, sigma_z: jax.Array,
+                key: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Per draw ``(log p(z~_j | draw) for each party, a replicate of z~)``; ``S`` per draw ``(N, J, d, d)``."""
+    keys = jax.random.split(key, theta.shape[0])
+
+    def one(th, s2, Sd, k):
+        dz = z_dist(Sd, th, s2, sigma_z)
+        return dz.log_prob(z), dz.sample(k)
+
+    return jax.vmap(one)(theta, sigma2, S, keys)
+
+
+def _flat(a: np.ndarray, lead: int) -> np.ndarray:
+    return np.asarray(a).reshape((-1,) + np.shape(a)[lead:])
+
+
+def _predictive_groups(post: dict, latent: dict, st: Any, sigma2_fixed: float | None,
+                       key: jax.Array) -> tuple[dict, dict]:
+    theta = np.asarray(post["theta"])
+    chains, draws = theta.shape[:2]
+    N = chains * draws
+    s2 = np.full(N, sigma2_fixed) if "sigma2" not in post else _flat(post["sigma2"], 2)
+    if "S" in latent and np.shape(latent["S"])[-1] == theta.shape[-1]:
+        S = _flat(latent["S"], 2)
+    else:
+        S = np.broadcast_to(np.asarray(nearest_psd(jnp.asarray(st.S))), (N,) + np.shape(st.S))
+    ll, rep = _predictive(jnp.asarray(_flat(theta, 2)), jnp.asarray(s2), jnp.asarray(S), jnp.asarray(st.z),
+                          jnp.asarray(st.sigma_z), key)
+    return ({"z_tilde": np.asarray(ll).reshape(chains, draws, -1)},
+            {"z_tilde": np.asarray(rep).reshape(chains, draws, *np.shape(st.z))})
+
+
+def _prior_groups(pr: Any, st: Any, sigma2_fixed: float | None, key: jax.Array) -> tuple[dict, dict]:
+    k_t, k_s, k_p = jax.random.split(key, 3)
+    pd = prior_dists(pr)
+    theta = np.asarray(pd["theta"].sample(k_t, (1, PRIOR_DRAWS)))
+    prior = {"theta": theta}
+    if sigma2_fixed is None:
+        prior["sigma2"] = np.asarray(pd["sigma2"].sample(k_s, (1, PRIOR_DRAWS)))
+    _, rep = _predictive_groups(prior, {}, st, sigma2_fixed, k_p)
+    return prior, rep
+
+
+def _attrs(sampler: Any, st: Any) -> dict:
+    from . import __version__
+
+    return {"created_by": "bayes_dpreg", "bayes_dpreg_version": __version__, "inference_library": "bayes_dpreg",
+            "inference_library_version": __version__, "method": sampler.name,
+            "epsilon": float(np.max(st.epsilon)), "delta": float(np.max(st.delta))}
+
+
+def build(res: Any, st: Any, pr: Any, sampler: Any, coef_names: Sequence[str], party_names: Sequence[str],
+          features: Sequence[str], key: jax.Array) -> az.InferenceData:
+    """Assemble the groups above from a sampler's :class:`~bayes_dpreg.samplers.base.MethodResult`."""
+    post = {k: v for k, v in res.posterior.items() if k not in LATENT}
+    latent = {k: v for k, v in res.posterior.items() if k in LATENT}
+    coords = {"coef": list(coef_names), "party": list(party_names), "row": list(features), "col": list(features),
+              "coef_col": list(coef_names), "direction": np.arange(len(features))}
+    groups: dict[str, Any] = dict(
+        posterior=post, sample_stats=res.sample_stats,
+        observed_data={"S_tilde": st.S, "z_tilde": st.z},
+        constant_data={"n": st.n, "sigma_S": st.sigma_S, "sigma_z": st.sigma_z, "x_bound": st.x_bound,
+                       "y_bound": st.y_bound, "epsilon": st.epsilon, "delta": st.delta},
+    )
+    if sampler.kind != "point":
+        sigma2_fixed = res.attrs.get("sigma2_fixed") if "sigma2" not in post else None
+        k_post, k_prior = jax.random.split(key)
+        groups["log_likelihood"], groups["posterior_predictive"] = _predictive_groups(
+            post, latent, st, sigma2_fixed, k_post)
+        groups["prior"], groups["prior_predictive"] = _prior_groups(pr, st, sigma2_fixed, k_prior)
+    dims = dict(DIMS)
+    idata = az.from_dict(**groups, coords=coords, dims=dims)
+    if latent:
+        lat = az.from_dict(posterior=latent, coords=coords, dims=dims).posterior
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            idata.add_groups({"latent_posterior": lat})
+    attrs = _attrs(sampler, st)
+    for g in idata.groups():
+        idata[g].attrs.update(attrs)
+    return idata

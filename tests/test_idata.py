@@ -1,0 +1,89 @@
+"""The InferenceData contract (bayes_dpreg.idata): ArviZ's groups and names, so that az.summary,
+az.loo, az.compare and az.plot_ppc work on every method's output."""
+
+import warnings
+
+import arviz as az
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+
+import bayes_dpreg as bd
+from bayes_dpreg.linalg import nearest_psd
+
+GROUPS = {"posterior", "sample_stats", "observed_data", "constant_data", "log_likelihood", "posterior_predictive",
+          "prior", "prior_predictive"}
+
+
+def _stats(fn=bd.release, J=3, d=2, n=3000, **kw):
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-0.5, 0.5, size=(n, d))
+    y = np.clip(X @ np.linspace(0.6, -0.4, d) + 0.1 * rng.standard_normal(n), -1, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [fn(Xj, yj, epsilon=2.0, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=[7, j], name=f"h{j}", **kw)
+                for j, (Xj, yj) in enumerate(bd.split_parties(X, y, J))]
+
+
+def _fit(stats, method, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return bd.fit(stats, method, num_samples=200, num_warmup=200, num_chains=2, seed=3, **kw)
+
+
+@pytest.mark.parametrize("method, fn, kw", [
+    ("fast", bd.release, {}), ("fixeds", bd.release, {}), ("bs", bd.release_bs, {}),
+    ("normalx-intercept", bd.release, {"intercept": True}),
+])
+def test_every_method_feeds_arviz(method, fn, kw):
+    idata = _fit(_stats(fn, **kw), method)
+    expected = GROUPS - ({"sample_stats"} if method == "fast" else set())
+    assert expected <= set(idata.groups())
+    summary = az.summary(idata)
+    assert all(i.startswith(("theta[", "sigma2")) for i in summary.index), list(summary.index)
+    assert not summary[["mean", "sd"]].isna().any().any()
+    loo = az.loo(idata)
+    assert np.isfinite(loo["elpd_loo"]) and loo["n_data_points"] == 3
+    assert idata.log_likelihood["z_tilde"].dims == ("chain", "draw", "party")
+    assert list(idata.observed_data["z_tilde"].coords["party"].values) == ["h0", "h1", "h2"]
+    for g in idata.groups():
+        at = idata[g].attrs
+        assert at["created_by"] == "bayes_dpreg" and at["bayes_dpreg_version"] == bd.__version__
+        assert at["method"] == method and at["epsilon"] == 2.0
+    if method == "normalx-intercept":
+        assert {"mu_x", "Sigma_x"} <= set(idata.latent_posterior.data_vars)
+
+
+def test_log_likelihood_is_each_partys_release_density():
+    stats = _stats()
+    idata = _fit(stats, "fixeds")
+    th = idata.posterior["theta"].values[1, 17]
+    s2 = float(idata.posterior["sigma2"].values[1, 17])
+    for j, s in enumerate(stats):
+        S = np.asarray(nearest_psd(s.S))
+        want = multivariate_normal(S @ th, s2 * S + s.sigma_z**2 * np.eye(2)).logpdf(s.z)
+        assert idata.log_likelihood["z_tilde"].values[1, 17, j] == pytest.approx(want, rel=1e-10)
+    ppc = idata.posterior_predictive["z_tilde"].values
+    assert ppc.shape == (2, 200, 3, 2)
+    # the observed release is a plausible draw of its posterior predictive
+    q = (ppc < idata.observed_data["z_tilde"].values).mean((0, 1))
+    assert np.all((q > 0.001) & (q < 0.999))
+
+
+def test_compare_and_ppc_plot(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    stats = _stats()
+    fits = {m: _fit(stats, m) for m in ("fast", "fixeds")}
+    cmp = az.compare(fits)
+    assert set(cmp.index) == {"fast", "fixeds"}
+    ax = az.plot_ppc(fits["fixeds"], var_names=["z_tilde"], num_pp_samples=50)
+    assert ax is not None
+    pr = fits["fixeds"].prior
+    assert pr["theta"].shape == (1, 500, 2) and "sigma2" in pr
+
+
+def test_point_estimate_has_no_likelihood():
+    idata = _fit(_stats(bd.release_adassp), "adassp")
+    assert "log_likelihood" not in idata.groups() and "observed_data" in idata.groups()
