@@ -1,4 +1,4 @@
-"""Command line: ``bayes-dpreg {demo,bounds,release,budget,fit,compare,sigma,reproduce}``."""
+"""Command line: ``bayes-dpreg {demo,bounds,release,budget,fit,compare,report,sigma,reproduce}``."""
 
 from __future__ import annotations
 
@@ -223,9 +223,35 @@ def cmd_compare(args: argparse.Namespace) -> int:
         table, _ = compare(stats, models, prior, model_prior=args.model_prior, coef_names=names)
         print("fixed-S model evidence and exact leave-one-party-out (bayes_dpreg.compare):")
         print(table.head(args.top).to_string())
+        inc = None
         if stats[0].d <= MAX_ENUMERATE_D:
+            inc = inclusion(stats, prior, model_prior=args.model_prior, coef_names=names)
             print(f"\ninclusion over all 2^{stats[0].d} subsets ({args.model_prior} prior over models):")
-            print(inclusion(stats, prior, model_prior=args.model_prior, coef_names=names).to_string())
+            print(inc.to_string())
+    if args.report:
+        from .report import write_report
+
+        path = write_report(args.report, comparison=table, inclusion=inc, title="bayes_dpreg model comparison")
+        print(f"wrote {path} and {path.with_suffix('.md')}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    import arviz as az
+
+    from . import load_stats
+    from .compare import MAX_ENUMERATE_D, compare, inclusion
+    from .report import write_report
+
+    idata = az.from_netcdf(args.posterior)
+    table = inc = None
+    if args.stats:
+        stats = [load_stats(p) for p in args.stats]
+        names = [str(c) for c in idata.posterior["theta"].coords["coef"].values]
+        table, _ = compare(stats, coef_names=names) if stats[0].d <= MAX_ENUMERATE_D else (None, None)
+        inc = inclusion(stats, coef_names=names) if stats[0].d <= MAX_ENUMERATE_D else None
+    path = write_report(args.output, idata, comparison=table, inclusion=inc, title=args.title)
+    print(f"wrote {path} and {path.with_suffix('.md')}")
     return 0
 
 
@@ -363,7 +389,16 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--coef-names", dest="coef_names", nargs="+", default=None, help="labels of the features")
     c.add_argument("--model", default=None, help="TOML model specification for the prior (see models/)")
     c.add_argument("--top", type=int, default=20, help="rows of the comparison table to show")
+    c.add_argument("--report", default=None, help="also write a self-contained HTML report (and .md) here")
     c.set_defaults(func=cmd_compare)
+
+    rp = sub.add_parser("report", help="a self-contained HTML (and Markdown) report of a fit saved by "
+                        "'bayes-dpreg fit -o posterior.nc', optionally with the model comparison of --stats")
+    rp.add_argument("posterior", help="a netCDF file written by 'bayes-dpreg fit -o'")
+    rp.add_argument("-o", "--output", required=True, help="the HTML file; the Markdown twin goes beside it")
+    rp.add_argument("--stats", nargs="+", default=None, help="the released statistics, for the comparison section")
+    rp.add_argument("--title", default=None)
+    rp.set_defaults(func=cmd_report)
 
     f = sub.add_parser("fit", help="fit from released statistics files")
     f.add_argument("stats", nargs="+")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import arviz as az
 import numpy as np
 
-__all__ = ["coefficient_table", "format_table", "plot_coefficients"]
+__all__ = ["coefficient_table", "format_table", "plot_coefficients", "write_report"]
 
 
 def coefficient_table(
@@ -107,4 +108,159 @@ def plot_coefficients(
     path = Path(path)
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return path
+
+
+# -- HTML / Markdown report ------------------------------------------------------------------------
+
+def _png(fig: object) -> str:
+    import base64
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")  # type: ignore[attr-defined]
+    plt.close(fig)  # type: ignore[arg-type]
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _num(v: object, digits: int = 4) -> str:
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    try:
+        f = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(v)
+    return "nan" if not np.isfinite(f) else f"{f:.{digits}g}"
+
+
+def _privacy_section(idata: az.InferenceData) -> dict:
+    cd = idata.constant_data
+    parties = [str(p) for p in cd["n"].coords["party"].values]
+    keys = [k for k in ("n", "epsilon", "delta", "sigma_S", "sigma_z", "x_bound", "y_bound") if k in cd]
+    rows = [[p] + [_num(cd[k].values[j]) for k in keys] for j, p in enumerate(parties)]
+    at = idata.posterior.attrs
+    notes = [{"kind": "meta", "text": f"{len(parties)} parties, {int(np.sum(cd['n'].values))} rows in all; each "
+              f"released its noisy S_j = X_j^T X_j and z_j = X_j^T y_j with the Gaussian mechanism at the (eps, delta) "
+              f"below, calibrated to the declared bounds ||x|| <= x_bound, |y| <= y_bound."}]
+    if at.get("prior"):
+        notes.append({"kind": "meta", "text": f"Prior: {at['prior']}"})
+    return {"heading": "Data and privacy", "notes": notes, "figures": [],
+            "tables": [{"caption": "", "header": ["party", *keys], "rows": rows}]}
+
+
+def _coefficient_section(idata: az.InferenceData, prob: float) -> dict:
+    rows = coefficient_table(idata, prob=prob)
+    pct = f"{100 * prob:g}%"
+    header = ["coef", "mean", "sd", f"{pct} lower", f"{pct} upper"] + [k for k in ("r_hat", "ess_bulk", "ess_tail")
+                                                                      if rows and k in rows[0]]
+    keys = ["coef", "mean", "sd", "lower", "upper"] + header[5:]
+    table = {"caption": f"Posterior of the coefficients: mean, sd and the central {pct} credible interval"
+             + (" with rank-normalised R-hat and bulk/tail ESS." if len(header) > 5 else "."),
+             "header": header, "rows": [[str(r["coef"])] + [_num(r[k]) for k in keys[1:]] for r in rows]}
+    at = idata.posterior.attrs
+    notes = []
+    if "max_rhat" in at:
+        ok = bool(at.get("converged", 1))
+        notes.append({"kind": "ok" if ok else "warn",
+                      "text": f"Convergence: max R-hat {at['max_rhat']:.3f}, min bulk ESS {at['min_ess_bulk']:.0f}, "
+                              f"min tail ESS {at['min_ess_tail']:.0f}"
+                              + (f", {at['divergences']} divergent transitions" if at.get("divergences") else "")
+                              + (": ok." if ok else ": NOT converged; rerun with more draws before using these "
+                                 "intervals.")})
+    figures = [{"caption": f"Forest plot of theta ({pct} intervals, all chains combined).",
+                "png": _png(az.plot_forest(idata, var_names=["theta"], combined=True, hdi_prob=prob,
+                                           figsize=(6, 0.5 + 0.45 * len(rows))).ravel()[0].figure)}]
+    if "sample_stats" in idata.groups() and idata.posterior.sizes["chain"] > 1:
+        axes = az.plot_rank(idata, var_names=["theta"])
+        figures.append({"caption": "Rank plots per chain (uniform when the chains agree).",
+                        "png": _png(np.ravel(axes)[0].figure)})
+    if "posterior_predictive" in idata.groups():
+        figures.append({"caption": f"Posterior predictive check: each party's released z~ (dots) against the "
+                                   f"central {pct} interval of its replicates (bars).",
+                        "png": _png(_ppc_figure(idata, prob))})
+    return {"heading": "Coefficients", "notes": notes, "tables": [table], "figures": figures}
+
+
+def _ppc_figure(idata: az.InferenceData, prob: float) -> object:
+    import matplotlib.pyplot as plt
+
+    rep = idata.posterior_predictive["z_tilde"]
+    obs = idata.observed_data["z_tilde"]
+    parties, coefs = [str(p) for p in obs.coords["party"].values], [str(c) for c in obs.coords["coef"].values]
+    draws = rep.values.reshape(-1, len(parties), len(coefs))
+    lo, hi = np.quantile(draws, [(1 - prob) / 2, (1 + prob) / 2], axis=0)
+    fig, axes = plt.subplots(1, len(coefs), figsize=(2.6 * len(coefs), 0.6 + 0.35 * len(parties)), squeeze=False)
+    for k, ax in enumerate(axes[0]):
+        y = np.arange(len(parties))
+        ax.hlines(y, lo[:, k], hi[:, k], color="tab:blue", lw=3, alpha=0.6)
+        ax.plot(obs.values[:, k], y, "ko", ms=4)
+        ax.set_yticks(y, parties if k == 0 else [""] * len(parties))
+        ax.set_title(f"z~ [{coefs[k]}]", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def _comparison_section(comparison: object, inclusion: object) -> dict:
+    import matplotlib.pyplot as plt
+
+    tables, figures = [], []
+    if comparison is not None:
+        df = comparison.head(20)  # type: ignore[attr-defined]
+        cols = ["features", "log_evidence", "post_prob", "log10_bf", "elpd_lopo", "se", "p_lopo"]
+        tables.append({"caption": "Candidate models of the fixed-S model (bayes_dpreg.compare): log evidence, "
+                                  "posterior probability, log10 Bayes factor against the best, exact "
+                                  "leave-one-party-out elpd with its se and effective parameters.",
+                       "header": ["model", *cols],
+                       "rows": [[str(i)] + [_num(r[c]) for c in cols] for i, r in df.iterrows()]})
+    if inclusion is not None:
+        inc = inclusion  # a DataFrame indexed by feature
+        tables.append({"caption": "Posterior inclusion probability and inclusion Bayes factor of each feature.",
+                       "header": ["feature", "pip", "prior_ip", "bf", "log10_bf"],
+                       "rows": [[str(i)] + [_num(r[c]) for c in ("pip", "prior_ip", "bf", "log10_bf")]
+                                for i, r in inc.iterrows()]})  # type: ignore[attr-defined]
+        fig, ax = plt.subplots(figsize=(6, 0.5 + 0.4 * len(inc)))  # type: ignore[arg-type]
+        ax.barh([str(i) for i in inc.index], inc["pip"].values, color="tab:blue")  # type: ignore[attr-defined]
+        ax.axvline(0.5, color="k", lw=0.8, ls="--")
+        ax.set(xlim=(0, 1), xlabel="posterior inclusion probability")
+        figures.append({"caption": "Posterior inclusion probabilities.", "png": _png(fig)})
+    return {"heading": "Model comparison", "notes": [], "tables": tables, "figures": figures}
+
+
+def write_report(path: str | os.PathLike, idata: az.InferenceData | None = None, *, comparison: object = None,
+                 inclusion: object = None, title: str | None = None, prob: float = 0.9) -> Path:
+    """Write a self-contained HTML report at ``path`` and its Markdown twin beside it (``.md``).
+
+    Sections: data and privacy (parties, ``n_j``, eps, delta, noise sds, bounds), the
+    coefficients (mean, sd, ``prob`` interval, R-hat/ESS, convergence verdict, forest and
+    rank plots, posterior predictive check) from ``idata``, and the model comparison
+    (``comparison``: the table of :func:`bayes_dpreg.compare`; ``inclusion``: that of
+    :func:`bayes_dpreg.inclusion`, with a plot). Figures are embedded as base64 PNG; the
+    page loads nothing from the network. Templates: ``bayes_dpreg/templates/report.*.j2``."""
+    import datetime as _dt
+
+    import jinja2
+    import matplotlib
+
+    from . import __version__
+
+    if idata is None and comparison is None and inclusion is None:
+        raise ValueError("nothing to report: give idata, comparison or inclusion")
+    matplotlib.use("Agg")
+    sections = []
+    if idata is not None:
+        sections += [_privacy_section(idata), _coefficient_section(idata, prob)]
+    if comparison is not None or inclusion is not None:
+        sections.append(_comparison_section(comparison, inclusion))
+    method = idata.posterior.attrs.get("method", "") if idata is not None else ""
+    ctx = {"title": title or "bayes_dpreg report", "version": __version__, "method": method, "sections": sections,
+           "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    env = jinja2.Environment(loader=jinja2.PackageLoader("bayes_dpreg", "templates"),
+                             autoescape=jinja2.select_autoescape(["html"]), keep_trailing_newline=True)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(env.get_template("report.html.j2").render(**ctx), encoding="utf-8")
+    md = re.sub(r"\n{3,}", "\n\n", env.get_template("report.md.j2").render(**ctx))
+    path.with_suffix(".md").write_text(md, encoding="utf-8")
     return path
