@@ -1,0 +1,19 @@
+"""What `pip install .` ships: every subpackage and the package data the code loads."""
+
+import fnmatch
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_subpackage_and_data_file_is_shipped():
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    include = cfg["packages"]["find"]["include"]
+    packages = [".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "bayes_dpreg").rglob("__init__.py")]
+    missing = [p for p in packages if not any(fnmatch.fnmatch(p, pat) for pat in include)]
+    assert not missing, f"subpackages not shipped by pip install .: {missing}"
+    data = cfg["package-data"]["bayes_dpreg"]
+    for needed in ("templates/report.html.j2", "templates/report.md.j2", "datasets/power_plant_energy.csv"):
+        assert (ROOT / "bayes_dpreg" / needed).exists()
+        assert any(fnmatch.fnmatch(needed, pat) for pat in data), needed
