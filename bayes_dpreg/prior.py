@@ -1,4 +1,4 @@
-"""Prior hyperparameters and model specifications (TOML files under ``models/``).
+"""Prior hyperparameters and model specifications (TOML files in ``bayes_dpreg/model_specs``, ``models/`` in the repository).
 
 The hierarchical model (Alparslan et al. 2023, eqs. 4 and 10):
 
@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["Prior", "ResolvedPrior", "ModelSpec", "PriorScales", "prior_scales", "load_model", "AUTO"]
+__all__ = ["Prior", "ResolvedPrior", "ModelSpec", "PriorScales", "prior_scales", "load_model", "bundled_models", "AUTO"]
 
 Scalar_or_matrix = float | list | np.ndarray | str
 
@@ -259,11 +259,31 @@ class ModelSpec:
     description: str = ""
 
 
+def bundled_models() -> list[str]:
+    """Names of the model specifications shipped with the package (``bayes_dpreg/model_specs``,
+    also reachable as ``models/`` in the repository)."""
+    from importlib import resources
+
+    return sorted(f.name[:-5] for f in (resources.files("bayes_dpreg") / "model_specs").iterdir()
+                  if f.name.endswith(".toml"))
+
+
 def load_model(path: str | os.PathLike) -> ModelSpec:
-    """Read a TOML model specification (``[prior]`` and optional ``[fit]`` tables)."""
-    path = Path(path)
+    """Read a TOML model specification (``[prior]`` and optional ``[fit]`` tables): a file, or
+    the name of a bundled one (``"default"``, ``"alparslan2023"``, ...; :func:`bundled_models`),
+    which works from any directory."""
+    from importlib import resources
+
+    if isinstance(path, str) and not Path(path).exists() and path in bundled_models():
+        text = (resources.files("bayes_dpreg") / "model_specs" / f"{path}.toml").read_text()
+        path = Path(f"{path}.toml")
+    else:
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no such model file, and not a bundled model ({', '.join(bundled_models())})")
+        text = path.read_text()
     try:
-        doc = tomllib.loads(path.read_text())
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{path}: invalid TOML ({exc})") from None
     unknown = set(doc) - {"name", "description", "prior", "fit"}

@@ -14,6 +14,21 @@ def test_every_subpackage_and_data_file_is_shipped():
     missing = [p for p in packages if not any(fnmatch.fnmatch(p, pat) for pat in include)]
     assert not missing, f"subpackages not shipped by pip install .: {missing}"
     data = cfg["package-data"]["bayes_dpreg"]
-    for needed in ("templates/report.html.j2", "templates/report.md.j2", "datasets/power_plant_energy.csv"):
+    for needed in ("templates/report.html.j2", "templates/report.md.j2", "datasets/power_plant_energy.csv",
+                   "model_specs/default.toml"):
         assert (ROOT / "bayes_dpreg" / needed).exists()
         assert any(fnmatch.fnmatch(needed, pat) for pat in data), needed
+
+
+def test_bundled_model_loads_by_name_from_any_directory(tmp_path, monkeypatch):
+    import bayes_dpreg as bd
+    from bayes_dpreg.prior import bundled_models
+
+    monkeypatch.chdir(tmp_path)
+    assert {"default", "alparslan2023"} <= set(bundled_models())
+    assert bd.load_model("default").prior == bd.Prior()
+    assert bd.load_model("alparslan2023").prior.a == 20
+    import pytest
+
+    with pytest.raises(FileNotFoundError, match="not a bundled model"):
+        bd.load_model("nope")
