@@ -6,12 +6,7 @@ The test suite runs the notebook's code cells (``tests/test_notebooks.py``); thi
 is what refreshes its stored outputs.
 """
 
-from pathlib import Path
-
-import nbformat
-from nbclient import NotebookClient
-
-HERE = Path(__file__).resolve().parent
+from _nb import write_notebook
 
 CELLS = [
     ("markdown", """# bayes_dpreg quick start
@@ -89,13 +84,7 @@ plt.show()"""),
 
 
 def main() -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell(src) if kind == "markdown" else nbformat.v4.new_code_cell(src)
-                for kind, src in CELLS]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(HERE.parent)}}).execute()
-    nbformat.write(nb, HERE / "quickstart.ipynb")
-    print(f"wrote {HERE / 'quickstart.ipynb'}")
+    write_notebook(CELLS, "quickstart")
 
 
 if __name__ == "__main__":
