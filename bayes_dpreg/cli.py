@@ -33,12 +33,7 @@ def _release_all(parts, *, epsilon, delta, x_bound, y_bound, seed, names=None, m
             elif intercept:
                 raise ValueError(f"--intercept is only available for the ssp mechanism, not {mechanism!r}")
             else:
-                if not hasattr(Xj, "shape"):  # adassp and bs read the table into memory
-                    from .sources import batches
-
-                    got = list(batches(Xj, -1 if yj is None else yj, columns))
-                    Xj, yj = np.vstack([b[0] for b in got]), np.concatenate([b[1] for b in got])
-                stats.append({"adassp": release_adassp, "bs": release_bs}[mechanism](Xj, yj, **kw))
+                stats.append({"adassp": release_adassp, "bs": release_bs}[mechanism](Xj, yj, columns=columns, **kw))
         notes += [f"  {names[j]}: {w.message}" for w in caught if issubclass(w.category, ClippingWarning)]
         for w in caught:
             if not issubclass(w.category, ClippingWarning):

@@ -584,11 +584,21 @@ def _prepare(X: Any, y: Any, x_bound: float, y_bound: float, intercept: bool,
     return Xc, yc, x_bound, meta
 
 
+class _Exact(NamedTuple):
+    """The exact (clipped) statistics of one party, before any noise: never released as such."""
+
+    S: np.ndarray
+    z: np.ndarray
+    n: int
+    x_bound: float  # the released rows' norm bound (grown by the intercept column)
+    meta: dict[str, Any]
+    yy: float  # y^T y of the clipped responses (the B&S release)
+
+
 def _exact_release_stats(X: Any, y: Any, x_bound: float, y_bound: float, intercept: bool, average: int,
-                         columns: list[str] | None, progress: bool
-                         ) -> tuple[np.ndarray, np.ndarray, int, float, dict[str, Any]]:
-    """``S``, ``z`` of the clipped (averaged, intercept-augmented) rows, ``n``, the released rows'
-    norm bound and the metadata; in memory for arrays, batch by batch for tables."""
+                         columns: list[str] | None, progress: bool) -> _Exact:
+    """``S``, ``z``, ``y^T y`` of the clipped (averaged, intercept-augmented) rows, ``n``, the
+    released rows' norm bound and the metadata; in memory for arrays, batch by batch for tables."""
     from .sources import accumulate, is_table_source
 
     if not is_table_source(X):
@@ -596,7 +606,7 @@ def _exact_release_stats(X: Any, y: Any, x_bound: float, y_bound: float, interce
             raise ValueError("columns= selects the features of a table source (a path or an Arrow object)")
         Xc, yc, xb, meta = _prepare(X, y, x_bound, y_bound, intercept, average)
         S, z = _exact_stats(Xc, yc)
-        return S, z, int(Xc.shape[0]), xb, meta
+        return _Exact(S, z, int(Xc.shape[0]), xb, meta, float(yc @ yc))
     if average != 1:
         raise ValueError("average_rows needs the data in memory (arrays), not a streamed table")
     acc = accumulate(X, x_bound, y_bound, y=-1 if y is None else y, columns=columns, intercept=intercept,
@@ -606,7 +616,8 @@ def _exact_release_stats(X: Any, y: Any, x_bound: float, y_bound: float, interce
     if acc.n < d:
         raise ValueError(f"a party needs at least d = {d} rows, got n = {acc.n}")
     meta: dict[str, Any] = {"intercept": True} if intercept else {}
-    return acc.S, acc.z, acc.n, math.hypot(1.0, x_bound) if intercept else x_bound, meta  # type: ignore[return-value]
+    return _Exact(acc.S, acc.z, acc.n, math.hypot(1.0, x_bound) if intercept else x_bound, meta,  # type: ignore[arg-type]
+                  acc.yy)
 
 
 def release(
@@ -670,39 +681,46 @@ def release(
     check_privacy_parameters(epsilon, delta)
     calibrate(epsilon, delta, x_bound, y_bound, calibration)  # every parameter checked before the data are read
     kind = _noise_kind(noise, seed, calibration)
-    S, z, n, x_bound, meta = _exact_release_stats(X, y, x_bound, y_bound, intercept, average_rows, columns, progress)
-    d = S.shape[0]
-    cal = calibrate(epsilon, delta, x_bound, y_bound, calibration, noise=kind, d=d, n=n)
+    ex = _exact_release_stats(X, y, x_bound, y_bound, intercept, average_rows, columns, progress)
+    cal = calibrate(epsilon, delta, ex.x_bound, y_bound, calibration, noise=kind, d=ex.S.shape[0], n=ex.n)
     release_id = secrets.token_hex(16)
     _reserve(ledger, "ssp", name, epsilon, delta, kind, "" if seed is not None else release_id,
-             _ssp_components(cal, epsilon, delta, x_bound, y_bound))
+             _ssp_components(cal, epsilon, delta, ex.x_bound, y_bound))
+    out = _noisy_ssp(ex, cal, epsilon, delta, y_bound, kind, seed, name, release_id,
+                     seed is not None if _reproducible is None else _reproducible)
+    if _reproducible is None:
+        warn_if_not_private(out)
+    return out
+
+
+def _noisy_ssp(ex: _Exact, cal: Calibration, epsilon: float, delta: float, y_bound: float, kind: NoiseKind,
+               seed: Any, name: str, release_id: str, reproducible: bool) -> NoisyStats:
+    """Add the calibrated noise to the exact ``S``, ``z`` (eq. 8): the one place SSP noise is drawn."""
+    S, z, d = ex.S, ex.z, ex.S.shape[0]
     rng = np.random.default_rng(seed)
     if kind == "discrete":
         S_noisy, z_noisy = _discrete_ssp_noise(S, z, cal)
     else:
         S_noisy, z_noisy = S + cal.sigma_S * _symmetric_noise(rng, d), z + cal.sigma_z * rng.standard_normal(d)
-    out = NoisyStats(
+    return NoisyStats(
         S=S_noisy,
         z=z_noisy,
-        n=int(n),
+        n=int(ex.n),
         d=int(d),
         sigma_S=cal.sigma_S,
         sigma_z=cal.sigma_z,
         epsilon=float(epsilon),
         delta=float(delta),
-        x_bound=float(x_bound),
+        x_bound=float(ex.x_bound),
         y_bound=float(y_bound),
         calibration=cal.kind,
         neighbouring=cal.neighbouring,
         name=name,
-        meta=meta,
+        meta=ex.meta,
         release_id=release_id if seed is None else _new_release_id(rng, seed, S_noisy, z_noisy),
-        reproducible_seed=seed is not None if _reproducible is None else _reproducible,
+        reproducible_seed=reproducible,
         noise=kind,
     )
-    if _reproducible is None:
-        warn_if_not_private(out)
-    return out
 
 
 def release_adassp(
@@ -717,6 +735,8 @@ def release_adassp(
     seed: int | np.random.SeedSequence | None = None,
     name: str = "",
     ledger: "PrivacyLedger | str | os.PathLike | None" = None,
+    columns: list[str] | None = None,
+    progress: bool = False,
 ) -> NoisyStats:
     """The distributed adaSSP release of one party (Alparslan et al., App. C.2; Wang 2018).
 
@@ -729,27 +749,23 @@ def release_adassp(
     exact calibration); the downward shift keeps ``lambda~ <= lambda_min`` with
     high probability, as in Wang (2018, Alg. 2).
     """
-    X, y = validate_data(X, y)
     check_privacy_parameters(epsilon, delta)
+    calibrate(epsilon, delta, x_bound, y_bound, calibration)  # every parameter checked before the data are read
     seeded = seed is not None
     ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     ss_stats, ss_lambda = ss.spawn(2)
-    kind = "float" if seeded or calibration == "as_published" else "discrete"
+    kind: NoiseKind = "float" if seeded or calibration == "as_published" else "discrete"
     release_id = "" if seeded else secrets.token_hex(16)
-    if ledger is not None:
-        n, d = X.shape
-        cal = calibrate(2.0 * epsilon / 3.0, 2.0 * delta / 3.0, x_bound, y_bound, calibration, noise=kind, d=d, n=n)
-        sig_l = adassp_lambda_sigma(epsilon, delta, x_bound, kind, n)[0]  # type: ignore[arg-type]
-        _reserve(ledger, "adassp", name, epsilon, delta, kind, release_id,
-                 _ssp_components(cal, 2.0 * epsilon / 3.0, 2.0 * delta / 3.0, x_bound, y_bound)
-                 + [(sig_l, sig_l / analytic_gaussian_sigma(epsilon / 3.0, delta / 3.0))])
-    base = release(
-        X, y, epsilon=2.0 * epsilon / 3.0, delta=2.0 * delta / 3.0, x_bound=x_bound, y_bound=y_bound,
-        calibration=calibration, seed=ss_stats if seeded else None, name=name, _reproducible=seeded, noise=kind,
-    )
-    Xc, _, _ = clip(X, y, x_bound, y_bound)
-    lam = float(np.linalg.eigvalsh(_exact_stats(Xc, y)[0])[0])
-    sigma_l, k = adassp_lambda_sigma(epsilon, delta, x_bound, base.noise, base.n)  # type: ignore[arg-type]
+    ex = _exact_release_stats(X, y, x_bound, y_bound, False, 1, columns, progress)
+    cal = calibrate(2.0 * epsilon / 3.0, 2.0 * delta / 3.0, x_bound, y_bound, calibration, noise=kind,
+                    d=ex.S.shape[0], n=ex.n)
+    sigma_l, k = adassp_lambda_sigma(epsilon, delta, x_bound, kind, ex.n)
+    _reserve(ledger, "adassp", name, epsilon, delta, kind, release_id,
+             _ssp_components(cal, 2.0 * epsilon / 3.0, 2.0 * delta / 3.0, x_bound, y_bound)
+             + [(sigma_l, sigma_l / analytic_gaussian_sigma(epsilon / 3.0, delta / 3.0))])
+    base = _noisy_ssp(ex, cal, 2.0 * epsilon / 3.0, 2.0 * delta / 3.0, y_bound, kind,
+                      ss_stats if seeded else None, name, release_id, seeded)
+    lam = float(np.linalg.eigvalsh(ex.S)[0])
     if k is not None:
         lam_dp = float(discrete_gaussian(np.array([lam]), sigma_l, k)[0])
     else:
@@ -778,6 +794,8 @@ def release_bs(
     name: str = "",
     noise: NoiseKind | Literal["auto"] = "auto",
     ledger: "PrivacyLedger | str | os.PathLike | None" = None,
+    columns: list[str] | None = None,
+    progress: bool = False,
 ) -> NoisyStats:
     """The MCMC-B&S release of one party (App. C.1, eq. 13; Bernstein & Sheldon 2019):
     ``S~ = S + sigma M``, ``z~ = z + sigma v``, ``u~ = y^T y + sigma w`` with one noise sd
@@ -787,10 +805,9 @@ def release_bs(
     check_privacy_parameters(epsilon, delta)
     sigma = calibrate_bs(epsilon, delta, x_bound, y_bound, calibration)
     kind = _noise_kind(noise, seed, calibration)
-    Xc, yc, _, _ = _prepare(X, y, x_bound, y_bound, False, 1)
-    S, z = _exact_stats(Xc, yc)
+    ex = _exact_release_stats(X, y, x_bound, y_bound, False, 1, columns, progress)
+    S, z, n, d = ex.S, ex.z, ex.n, ex.S.shape[0]
     rng = np.random.default_rng(seed)
-    n, d = Xc.shape
     if kind == "discrete":
         sigma, k = discrete_bs(epsilon, delta, x_bound, y_bound, d, n)
     sens = (bs_sensitivity(x_bound, y_bound, "replace") if calibration == "as_published"
@@ -799,11 +816,11 @@ def release_bs(
     _reserve(ledger, "bs", name, epsilon, delta, kind, release_id, [(sigma, sens)])
     if kind == "discrete":
         m = d * (d + 1) // 2
-        v = discrete_gaussian(np.concatenate([S[np.triu_indices(d)], z, [yc @ yc]]), sigma, k)
+        v = discrete_gaussian(np.concatenate([S[np.triu_indices(d)], z, [ex.yy]]), sigma, k)
         S_noisy, z_noisy, u = _symmetric_from_upper(v[:m], d), v[m:-1], float(v[-1])
     else:
         S_noisy, z_noisy = S + sigma * _symmetric_noise(rng, d), z + sigma * rng.standard_normal(d)
-        u = float(yc @ yc + sigma * rng.standard_normal())
+        u = float(ex.yy + sigma * rng.standard_normal())
     out = NoisyStats(
         S=S_noisy, z=z_noisy, u=u, sigma_u=sigma, n=int(n), d=int(d), noise=kind,
         sigma_S=sigma, sigma_z=sigma, epsilon=float(epsilon), delta=float(delta), x_bound=float(x_bound),

@@ -48,8 +48,8 @@ def _is_dask_frame(X: Any) -> bool:
 
 
 def _partition_sums(frame: Any, x_bound: float, y_bound: float, y: Any, columns: list[str] | None,
-                    intercept: bool) -> tuple[np.ndarray, np.ndarray, int, ClipReport] | None:
-    """Clipped ``S``, ``z`` of one pandas partition (runs on a Dask worker)."""
+                    intercept: bool) -> tuple[np.ndarray, np.ndarray, int, ClipReport, float] | None:
+    """Clipped ``S``, ``z``, ``y^T y`` of one pandas partition (runs on a Dask worker)."""
     import pyarrow as pa
 
     if len(frame) == 0:
@@ -59,18 +59,18 @@ def _partition_sums(frame: Any, x_bound: float, y_bound: float, y: Any, columns:
 
 
 def _clipped_sums(X: np.ndarray, y: np.ndarray, x_bound: float, y_bound: float,
-                  intercept: bool) -> tuple[np.ndarray, np.ndarray, int, ClipReport]:
+                  intercept: bool) -> tuple[np.ndarray, np.ndarray, int, ClipReport, float]:
     from .release import validate_data
 
     X, y = validate_data(X, y, min_rows=1)
     Xc, yc, rep = clip(X, y, x_bound, y_bound)
     if intercept:
         Xc = np.column_stack([np.ones(Xc.shape[0]), Xc])
-    return Xc.T @ Xc, Xc.T @ yc, Xc.shape[0], rep
+    return Xc.T @ Xc, Xc.T @ yc, Xc.shape[0], rep, float(yc @ yc)
 
 
 def _dask_partials(frame: Any, x_bound: float, y_bound: float, y: Any, columns: list[str] | None,
-                   intercept: bool) -> list[tuple[np.ndarray, np.ndarray, int, ClipReport]]:
+                   intercept: bool) -> list[tuple[np.ndarray, np.ndarray, int, ClipReport, float]]:
     """Per-partition clipped sums of a Dask DataFrame, computed where the partitions live
     (the active ``distributed`` client, else Dask's default scheduler)."""
     import dask
@@ -185,16 +185,18 @@ class Accumulated:
         self.S: np.ndarray | None = None
         self.z: np.ndarray | None = None
         self.n = 0
+        self.yy = 0.0  # y^T y of the clipped responses (the B&S release)
         self.x_clipped = self.y_clipped = 0
         self.max_x_norm = self.max_abs_y = 0.0
 
-    def add(self, S: np.ndarray, z: np.ndarray, rows: int, rep: ClipReport) -> None:
+    def add(self, S: np.ndarray, z: np.ndarray, rows: int, rep: ClipReport, yy: float = 0.0) -> None:
         if self.S is None:
             self.S, self.z = np.zeros_like(S), np.zeros_like(z)
         elif S.shape != self.S.shape:
             raise ValueError(f"a batch has {S.shape[0]} columns where earlier ones had {self.S.shape[0]}")
         self.S += S
         self.z += z
+        self.yy += yy
         self.n += rows
         self.x_clipped += rep.n_x_clipped
         self.y_clipped += rep.n_y_clipped

@@ -234,6 +234,30 @@ def test_parquet_streamed_in_small_batches_matches_the_in_memory_release(tmp_pat
         bd.release(table, "nope", **kw)
 
 
+@pytest.mark.parametrize("fn", [bd.release_adassp, bd.release_bs])
+def test_adassp_and_bs_stream_a_table_like_the_in_memory_release(tmp_path, fn):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(3000, 3)) * 0.8
+    y = np.clip(X @ [0.5, -0.3, 0.2] + 0.2 * rng.normal(size=3000), -1.5, 1.5)
+    pq.write_table(pa.table({"a": X[:, 0], "b": X[:, 1], "c": X[:, 2], "y": y}), tmp_path / "t.parquet",
+                   row_group_size=250)
+    kw = dict(epsilon=1.0, delta=1e-5, x_bound=1.5, y_bound=1.0, seed=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = fn(X, y, **kw)
+        got = fn(tmp_path / "t.parquet", "y", **kw)
+    np.testing.assert_allclose(got.S, ref.S, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(got.z, ref.z, rtol=0, atol=1e-9)
+    assert got.n == ref.n and got.mechanism == ref.mechanism
+    if fn is bd.release_bs:
+        assert got.u == pytest.approx(ref.u, abs=1e-9)
+    else:
+        assert got.lambda_min == pytest.approx(ref.lambda_min, abs=1e-9)
+
+
 def test_dask_frame_on_a_local_cluster_matches_the_in_memory_release():
     """Partial sums per partition on the workers, noise once on the caller's side."""
     pd = pytest.importorskip("pandas")
