@@ -57,7 +57,7 @@ def test_intercept_model_recovers_the_truth(intercept_stats):
     th = post.theta.values.reshape(-1, 2)
     z = (th.mean(0) - np.array([0.6, -0.4])) / th.std(0)
     assert np.all(np.abs(z) < 4), z
-    mu = post.mu_x.values.reshape(-1)
+    mu = idata.latent_posterior.mu_x.values.reshape(-1)
     assert abs(mu.mean() - 1.0) < 4 * mu.std() + 0.02
     assert post.attrs["intercept"] == 1
 
