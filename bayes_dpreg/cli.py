@@ -200,7 +200,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from . import load_stats
-    from .compare import MAX_ENUMERATE_D, compare, inclusion
+    from .compare import compare, inclusion
     from .prior import load_model
 
     stats = [load_stats(p) for p in args.stats]
@@ -218,11 +218,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         table, _ = compare(stats, models, prior, model_prior=args.model_prior, coef_names=names)
         print("fixed-S model evidence and exact leave-one-party-out (bayes_dpreg.compare):")
         print(table.head(args.top).to_string())
-        inc = None
-        if stats[0].d <= MAX_ENUMERATE_D:
-            inc = inclusion(stats, prior, model_prior=args.model_prior, coef_names=names)
-            print(f"\ninclusion over all 2^{stats[0].d} subsets ({args.model_prior} prior over models):")
-            print(inc.to_string())
+        inc = inclusion(stats, prior, model_prior=args.model_prior, coef_names=names)
+        how = (f"all 2^{stats[0].d} subsets" if inc.attrs["method"] == "enumerate" else
+               f"a Gibbs sampler over the indicators ({inc.attrs['models_evaluated']} subsets evaluated)")
+        print(f"\ninclusion by {how} ({args.model_prior} prior over models):")
+        print(inc.to_string())
     if args.report:
         from .report import write_report
 
@@ -244,7 +244,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         stats = [load_stats(p) for p in args.stats]
         names = [str(c) for c in idata.posterior["theta"].coords["coef"].values]
         table, _ = compare(stats, coef_names=names) if stats[0].d <= MAX_ENUMERATE_D else (None, None)
-        inc = inclusion(stats, coef_names=names) if stats[0].d <= MAX_ENUMERATE_D else None
+        inc = inclusion(stats, coef_names=names)
     path = write_report(args.output, idata, comparison=table, inclusion=inc, title=args.title)
     print(f"wrote {path} and {path.with_suffix('.md')}")
     return 0

@@ -138,3 +138,15 @@ def test_cli_compare(tmp_path, capsys):
     assert main(["compare", *paths, "--candidate", "age_only=0", "--candidate", "none="]) == 0
     out = capsys.readouterr().out
     assert "age_only" in out and "none" in out
+
+
+def test_gibbs_inclusion_matches_enumeration():
+    stats = _stats(6, J=4, n=1500, theta=[0.6, 0.0, -0.4, 0.0, 0.15, 0.0], eps=3.0, seed=5)
+    exact = inclusion(stats, method="enumerate")
+    gibbs = inclusion(stats, method="gibbs", num_sweeps=150, seed=1)
+    np.testing.assert_allclose(gibbs["pip"], exact["pip"], atol=0.02)
+    assert gibbs.attrs["method"] == "gibbs" and gibbs.attrs["models_evaluated"] < 2**6
+    with pytest.raises(ValueError, match="method"):
+        inclusion(stats, method="mc3")
+    with pytest.raises(ValueError, match="num_sweeps"):
+        inclusion(stats, method="gibbs", num_sweeps=3)
