@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import NamedTuple, Sequence
 
 import numpy as np
-from scipy.stats import invwishart
 
 __all__ = [
     "Simulated",
@@ -65,6 +64,8 @@ def simulate(
     kappa = d + 1.0 if kappa is None else float(kappa)
     rng = np.random.default_rng(ss_data)
     theta = rng.standard_normal(d)
+    from scipy.stats import invwishart
+
     Sigma_x = np.atleast_2d(invwishart.rvs(df=kappa, scale=Lambda, random_state=rng))
     L = np.linalg.cholesky(Sigma_x)
     X = rng.standard_normal((n, d)) @ L.T

@@ -30,16 +30,17 @@ Every group's ``attrs`` carry ``created_by``, ``bayes_dpreg_version``, ``method`
 from __future__ import annotations
 
 import warnings
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np
-import xarray as xr
 
 from .linalg import nearest_psd
 from .models import prior_dists, z_dist
+
+if TYPE_CHECKING:
+    import arviz as az
 
 __all__ = ["DIMS", "LATENT", "PRIOR_DRAWS", "build"]
 
@@ -109,6 +110,8 @@ def _attrs(sampler: Any, st: Any) -> dict:
 def build(res: Any, st: Any, pr: Any, sampler: Any, coef_names: Sequence[str], party_names: Sequence[str],
           features: Sequence[str], key: jax.Array) -> az.InferenceData:
     """Assemble the groups above from a sampler's :class:`~bayes_dpreg.samplers.base.MethodResult`."""
+    import arviz as az
+
     post = {k: v for k, v in res.posterior.items() if k not in LATENT}
     latent = {k: v for k, v in res.posterior.items() if k in LATENT}
     coords = {"coef": list(coef_names), "party": list(party_names), "row": list(features), "col": list(features),

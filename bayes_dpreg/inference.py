@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-import arviz as az
 import jax
 import numpy as np
+
+if TYPE_CHECKING:  # arviz loads in about 0.7 s: only when a fit is made
+    import arviz as az
 
 from .diagnostics import ConvergenceWarning, convergence, noise_to_signal
 from .idata import build as build_idata

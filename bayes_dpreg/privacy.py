@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
 
 __all__ = [
@@ -115,6 +114,8 @@ def _bracket_root(f, start: float = 1.0) -> tuple[float, float]:
 def _algorithm1(eps: float, delta: float, root) -> float:
     """Balle & Wang (2018), Algorithm 1 at unit sensitivity, with ``root(w)`` in the first term:
     ``B+(v) = Phi(root(v)) - e^eps Phi(-sqrt(eps (v + 2)))``, ``B-(u) = Phi(-root(u)) - e^eps Phi(-sqrt(eps (u + 2)))``."""
+    from scipy.optimize import brentq  # scipy.optimize loads in about 0.3 s: only when calibrating
+
     tail = lambda w: math.exp(eps + log_ndtr(-math.sqrt(eps * (w + 2.0))))
     delta0 = 0.5 - math.exp(eps + log_ndtr(-math.sqrt(2.0 * eps)))
     if delta >= delta0:

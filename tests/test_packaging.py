@@ -32,3 +32,14 @@ def test_bundled_model_loads_by_name_from_any_directory(tmp_path, monkeypatch):
 
     with pytest.raises(FileNotFoundError, match="not a bundled model"):
         bd.load_model("nope")
+
+
+def test_import_loads_no_heavy_module():
+    """arviz (~0.7 s), matplotlib and scipy.optimize load on first use, not at `import bayes_dpreg`."""
+    import subprocess
+    import sys
+
+    code = ("import sys, bayes_dpreg; print(','.join(m for m in ('arviz', 'matplotlib', 'scipy.optimize', 'pandas', "
+            "'xarray', 'opendp', 'pyarrow', 'dask') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "", f"imported at package import: {out}"
