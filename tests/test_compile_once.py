@@ -1,0 +1,57 @@
+"""A second fit with the same shapes and settings compiles nothing: data enter the compiled
+samplers as arguments, never as constants (issue 14)."""
+
+import logging
+import warnings
+
+import jax
+import numpy as np
+import pytest
+
+import bayes_dpreg as bd
+
+
+def _stats(seed, d=2):
+    """Seven parties: a shape no other test uses, so the first fit here always compiles."""
+    r = np.random.default_rng(seed)
+    X = r.uniform(-0.5, 0.5, size=(3500, d))
+    y = np.clip(X @ np.linspace(0.5, -0.2, d) + 0.1 * r.standard_normal(3000), -1, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [bd.release(a, b, epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=[seed, j], name=f"p{j}")
+                for j, (a, b) in enumerate(bd.split_parties(X, y, 7))]
+
+
+class _Compiles(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.messages = []
+
+    def emit(self, record):
+        if "ompil" in record.getMessage():
+            self.messages.append(record.getMessage())
+
+
+@pytest.fixture
+def compiles():
+    handler, logger = _Compiles(), logging.getLogger("jax")
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    jax.config.update("jax_log_compiles", True)
+    yield handler
+    jax.config.update("jax_log_compiles", False)
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
+@pytest.mark.parametrize("method", ["fast", "fixeds", "normalx-nuts"])
+def test_second_fit_with_new_data_compiles_nothing(method, compiles):
+    kw = dict(num_samples=61, num_warmup=59, num_chains=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bd.fit(_stats(1), method, seed=0, **kw)
+        assert compiles.messages, "the first fit of new shapes should compile (else this test cannot fail)"
+        compiles.messages.clear()
+        bd.fit(_stats(2), method, seed=1, **kw)  # other data, other seed, same shapes
+    assert compiles.messages == []
