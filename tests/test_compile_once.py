@@ -15,7 +15,7 @@ def _stats(seed, d=2):
     """Seven parties: a shape no other test uses, so the first fit here always compiles."""
     r = np.random.default_rng(seed)
     X = r.uniform(-0.5, 0.5, size=(3500, d))
-    y = np.clip(X @ np.linspace(0.5, -0.2, d) + 0.1 * r.standard_normal(3000), -1, 1)
+    y = np.clip(X @ np.linspace(0.5, -0.2, d) + 0.1 * r.standard_normal(3500), -1, 1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return [bd.release(a, b, epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=[seed, j], name=f"p{j}")
