@@ -22,6 +22,7 @@ import numpy as np
 if TYPE_CHECKING:  # arviz loads in about 0.7 s: only when a fit is made
     import arviz as az
 
+from .cache import enable_compilation_cache
 from .diagnostics import ConvergenceWarning, convergence, noise_to_signal
 from .idata import build as build_idata
 from .prior import ModelSpec, Prior, load_model, prior_scales
@@ -147,6 +148,7 @@ def fit(
     ValueError when the same release appears twice (same ``release_id`` or identical
     statistics) or two parties share a name.
     """
+    enable_compilation_cache()
     sampler = get_sampler(DEFAULT_METHOD if method is None else method)
     stats = as_stats_list(stats)
     check_distinct(stats)
