@@ -61,7 +61,7 @@ print(json.dumps(out))
 def child(kind: str, d: int, J: int, eps: float, cache: str | None) -> dict:
     env = dict(os.environ)
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
-    env["BAYES_DPREG_COMPILATION_CACHE"] = "0"  # fit's default cache (bayes_dpreg.cache) off for the cold runs
+    env["BAYES_DPREG_COMPILATION_CACHE"] = "0"  # bayes_dpreg.cache's opt-in stays off; the cache row sets JAX's own
     if cache:
         env.update(JAX_COMPILATION_CACHE_DIR=cache, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
     res = subprocess.run([sys.executable, "-c", CHILD, kind, str(d), str(J), str(eps)], env=env, check=True,
