@@ -31,12 +31,11 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from .closed_form import adassp_estimate, adassp_ridge, fast_posterior, nig_posterior
 from .data import load_dataset, paper_scale_matrix, simulate, split_parties
 from .diagnostics import median_bandwidth, mmd2_unbiased
-from .models import fixeds_data, model_data
+from .models import model_data
 from .prior import Prior, prior_scales
 from .privacy import ClippingWarning, NotPrivateWarning
 from .release import NoisyStats, release, release_adassp, release_bs, stack_stats

@@ -74,7 +74,6 @@ from .models import (
     S_prior_dist,
     S_tilde_dist,
     log_lik_z,
-    normalx_model,
     prior_dists,
     upper,
     z_dist,

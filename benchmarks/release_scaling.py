@@ -17,7 +17,6 @@ import platform
 import subprocess
 import sys
 import tempfile
-import time
 
 CHILD = r"""
 import json, resource, sys, time, warnings
@@ -90,7 +89,6 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = f"{tmp}/t.parquet"
         n = int(args.sizes[0])
-        t0 = time.perf_counter()
         write_parquet(path, n, args.d, args.batch)
         for kind, label in (("pyarrow", "Parquet, pyarrow.dataset read only"), ("parquet", "Parquet, release")):
             r = run(kind, n, args.d, args.batch, path)

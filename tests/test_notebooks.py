@@ -1,7 +1,6 @@
 """Every notebook's code cells run top to bottom (so the notebooks cannot rot)."""
 
 import json
-import os
 from pathlib import Path
 
 import pytest
