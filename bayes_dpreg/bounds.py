@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .privacy import _rows_by_peak
+from .privacy import row_norms
 
 __all__ = ["ProposedBounds", "propose_bounds", "bound_candidates", "auto_quantile"]
 
@@ -114,16 +114,10 @@ def _norms_and_responses(X: Any, y: Any, columns: list[str] | None, batch_rows: 
                  batches(X, -1 if y is None else y, columns, batch_rows or BATCH_ROWS)]
         if not parts:
             raise ValueError("the source has no rows")
-        norms = np.concatenate([_norms(Xb) for Xb, _ in parts])
+        norms = np.concatenate([row_norms(Xb) for Xb, _ in parts])
         return norms, np.abs(np.concatenate([yb for _, yb in parts]))
     Xv, yv = validate_data(X, y, min_rows=1)
-    return _norms(Xv), np.abs(yv)
-
-
-def _norms(X: np.ndarray) -> np.ndarray:
-    peak, _, unit_norms = _rows_by_peak(X)
-    with np.errstate(over="ignore"):
-        return peak * unit_norms
+    return row_norms(Xv), np.abs(yv)
 
 
 def propose_bounds(

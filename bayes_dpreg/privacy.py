@@ -52,6 +52,7 @@ __all__ = [
     "discrete_bs",
     "discrete_sigma",
     "adassp_lambda_sigma",
+    "row_norms",
     "ClipReport",
     "ClippingWarning",
     "NotPrivateWarning",
@@ -432,12 +433,20 @@ class ClipReport:
 
 
 def _rows_by_peak(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(peak, unit, unit_norms)``: each row's largest ``|entry|``, the row divided by it and that
-    quotient's norm, so that ``||x|| = peak * ||unit||`` is computed without overflow: a row like
-    ``(1e200, 1e200)`` has norm ``1.41e200`` (not ``inf``) and is clipped along its own direction."""
+    """``(norms, unit, unit_norms)``: each row divided by its largest ``|entry|`` (``unit``), that
+    quotient's norm, and ``||x|| = peak * ||unit||``, computed without overflow: a row like
+    ``(1e200, 1e200)`` has norm ``1.41e200`` (not ``inf``) and is clipped along its own direction;
+    a norm beyond the float range is ``inf``."""
     peak = np.max(np.abs(X), axis=1, initial=0.0)
     unit = X / np.where(peak > 0, peak, 1.0)[:, None]
-    return peak, unit, np.linalg.norm(unit, axis=1)
+    unit_norms = np.linalg.norm(unit, axis=1)
+    with np.errstate(over="ignore"):
+        return peak * unit_norms, unit, unit_norms
+
+
+def row_norms(X: np.ndarray) -> np.ndarray:
+    """Euclidean norms of the rows of ``X`` without intermediate overflow (:func:`clip`'s)."""
+    return _rows_by_peak(X)[0]
 
 
 def clip(
@@ -451,10 +460,8 @@ def clip(
     """
     _check_positive("x_bound", x_bound)
     _check_positive("y_bound", y_bound)
-    peak, unit, unit_norms = _rows_by_peak(X)
-    with np.errstate(over="ignore"):  # a norm beyond the float range is inf, and that row is clipped
-        norms = peak * unit_norms
-    over = norms > x_bound
+    norms, unit, unit_norms = _rows_by_peak(X)
+    over = norms > x_bound  # an infinite norm is clipped too
     # a few ulps inside the ball, so that rounding never leaves a clipped row outside it
     shrink = x_bound * (1.0 - 8.0 * np.finfo(np.float64).eps)
     Xc = np.where(over[:, None], unit * (shrink / np.where(over, unit_norms, 1.0))[:, None], X)

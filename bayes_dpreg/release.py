@@ -46,7 +46,6 @@ from .privacy import (
     calibrate,
     check_privacy_parameters,
     calibrate_bs,
-    clip,
     warn_if_clipped,
 )
 
@@ -542,11 +541,6 @@ def _symmetric_noise(rng: np.random.Generator, d: int) -> np.ndarray:
     return _symmetric_from_upper(rng.standard_normal(d * (d + 1) // 2), d)
 
 
-def _exact_stats(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    S = X.T @ X
-    return 0.5 * (S + S.T), X.T @ y
-
-
 def average_rows(X: np.ndarray, y: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """App. B.1: ``X_av = A X``, ``y_av = A y`` with ``A`` summing consecutive blocks of ``k`` rows
     and dividing by ``sqrt(k)`` (so ``A A^T = I`` and the noise variance of ``y`` is kept).
@@ -561,27 +555,18 @@ def average_rows(X: np.ndarray, y: np.ndarray, k: int) -> tuple[np.ndarray, np.n
     return (X[: m * k].reshape(m, k, -1).sum(1) * scale, y[: m * k].reshape(m, k).sum(1) * scale)
 
 
-def _prepare(X: Any, y: Any, x_bound: float, y_bound: float, intercept: bool,
-             average: int) -> tuple[np.ndarray, np.ndarray, float, dict[str, Any]]:
-    """Validate, average rows (B.1), clip to the declared bounds, and append the intercept
-    column (B.2): the rows that are released and the bound of their norm."""
+def _rows_to_release(X: Any, y: Any, intercept: bool, average: int) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """Validate the in-memory data and average rows (B.1): the rows that are clipped and released."""
     X, y = validate_data(X, y)
-    meta: dict[str, Any] = {}
     if isinstance(average, bool) or not isinstance(average, (int, np.integer)) or average < 1:
         raise ValueError(f"average_rows must be a positive integer, got {average!r}")
-    if average != 1:
-        if intercept:
-            raise ValueError("average_rows and intercept cannot be combined (App. B.1 assumes centred features)")
-        X, y = average_rows(X, y, average)
-        validate_data(X, y)
-        meta["average_rows"] = int(average)
-    Xc, yc, report = clip(X, y, x_bound, y_bound)
-    warn_if_clipped(report)
+    if average == 1:
+        return X, y, {}
     if intercept:
-        Xc = np.column_stack([np.ones(Xc.shape[0]), Xc])
-        x_bound = math.hypot(1.0, x_bound)
-        meta["intercept"] = True
-    return Xc, yc, x_bound, meta
+        raise ValueError("average_rows and intercept cannot be combined (App. B.1 assumes centred features)")
+    X, y = average_rows(X, y, average)
+    validate_data(X, y)
+    return X, y, {"average_rows": int(average)}
 
 
 class _Exact(NamedTuple):
@@ -598,26 +583,29 @@ class _Exact(NamedTuple):
 def _exact_release_stats(X: Any, y: Any, x_bound: float, y_bound: float, intercept: bool, average: int,
                          columns: list[str] | None, progress: bool) -> _Exact:
     """``S``, ``z``, ``y^T y`` of the clipped (averaged, intercept-augmented) rows, ``n``, the
-    released rows' norm bound and the metadata; in memory for arrays, batch by batch for tables."""
-    from .sources import accumulate, is_table_source
+    released rows' norm bound and the metadata; in memory for arrays, batch by batch for tables
+    (both through :func:`~bayes_dpreg.sources.clipped_sums`)."""
+    from .sources import accumulate, clipped_sums, is_table_source
 
     if not is_table_source(X):
         if columns is not None:
             raise ValueError("columns= selects the features of a table source (a path or an Arrow object)")
-        Xc, yc, xb, meta = _prepare(X, y, x_bound, y_bound, intercept, average)
-        S, z = _exact_stats(Xc, yc)
-        return _Exact(S, z, int(Xc.shape[0]), xb, meta, float(yc @ yc))
-    if average != 1:
-        raise ValueError("average_rows needs the data in memory (arrays), not a streamed table")
-    acc = accumulate(X, x_bound, y_bound, y=-1 if y is None else y, columns=columns, intercept=intercept,
-                     progress=progress)
-    warn_if_clipped(acc.report)
-    d = acc.S.shape[0]  # type: ignore[union-attr]
-    if acc.n < d:
-        raise ValueError(f"a party needs at least d = {d} rows, got n = {acc.n}")
-    meta: dict[str, Any] = {"intercept": True} if intercept else {}
-    return _Exact(acc.S, acc.z, acc.n, math.hypot(1.0, x_bound) if intercept else x_bound, meta,  # type: ignore[arg-type]
-                  acc.yy)
+        X, y, meta = _rows_to_release(X, y, intercept, average)
+        S, z, n, report, yy = clipped_sums(X, y, x_bound, y_bound, intercept)
+        warn_if_clipped(report)
+        S = 0.5 * (S + S.T)
+    else:
+        if average != 1:
+            raise ValueError("average_rows needs the data in memory (arrays), not a streamed table")
+        acc = accumulate(X, x_bound, y_bound, y=-1 if y is None else y, columns=columns, intercept=intercept,
+                         progress=progress)
+        warn_if_clipped(acc.report)
+        S, z, n, yy, meta = acc.S, acc.z, acc.n, acc.yy, {}
+        if n < S.shape[0]:  # type: ignore[union-attr]
+            raise ValueError(f"a party needs at least d = {S.shape[0]} rows, got n = {n}")  # type: ignore[union-attr]
+    if intercept:
+        meta["intercept"] = True
+    return _Exact(S, z, int(n), math.hypot(1.0, x_bound) if intercept else x_bound, meta, yy)  # type: ignore[arg-type]
 
 
 def release(

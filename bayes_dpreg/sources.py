@@ -25,7 +25,7 @@ import numpy as np
 
 from .privacy import ClipReport, clip
 
-__all__ = ["batches", "accumulate", "Accumulated", "is_table_source"]
+__all__ = ["batches", "accumulate", "Accumulated", "clipped_sums", "is_table_source"]
 
 BATCH_ROWS = 1 << 16
 
@@ -47,22 +47,34 @@ def _is_dask_frame(X: Any) -> bool:
     return type(X).__module__.startswith("dask") and hasattr(X, "to_delayed") and hasattr(X, "columns")
 
 
+def _dask_y_column(frame: Any, y: Any) -> Any:
+    """The response column's name in a Dask DataFrame (``y`` a name or an index)."""
+    return list(frame.columns)[y] if isinstance(y, int) else y
+
+
+def _frame_arrays(frame: Any, y: Any, columns: list[str] | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(X, y)`` of one pandas partition, read through Arrow like every other table batch."""
+    import pyarrow as pa
+
+    return _column_arrays(pa.RecordBatch.from_pandas(frame, preserve_index=False), y, columns)
+
+
 def _partition_sums(frame: Any, x_bound: float, y_bound: float, y: Any, columns: list[str] | None,
                     intercept: bool) -> tuple[np.ndarray, np.ndarray, int, ClipReport, float] | None:
     """Clipped ``S``, ``z``, ``y^T y`` of one pandas partition (runs on a Dask worker)."""
-    import pyarrow as pa
+    from .release import validate_data
 
     if len(frame) == 0:
         return None
-    X, yv = _column_arrays(pa.RecordBatch.from_pandas(frame, preserve_index=False), y, columns)
-    return _clipped_sums(X, yv, x_bound, y_bound, intercept)
+    X, yv = validate_data(*_frame_arrays(frame, y, columns), min_rows=1)
+    return clipped_sums(X, yv, x_bound, y_bound, intercept)
 
 
-def _clipped_sums(X: np.ndarray, y: np.ndarray, x_bound: float, y_bound: float,
-                  intercept: bool) -> tuple[np.ndarray, np.ndarray, int, ClipReport, float]:
-    from .release import validate_data
-
-    X, y = validate_data(X, y, min_rows=1)
+def clipped_sums(X: np.ndarray, y: np.ndarray, x_bound: float, y_bound: float,
+                 intercept: bool) -> tuple[np.ndarray, np.ndarray, int, ClipReport, float]:
+    """``(X_c^T X_c, X_c^T y_c, n, report, y_c^T y_c)`` of validated rows clipped to the bounds,
+    ``X_c`` with a leading column of ones when ``intercept`` (App. B.2). ``X_c^T X_c`` is as
+    BLAS returns it, not symmetrised."""
     Xc, yc, rep = clip(X, y, x_bound, y_bound)
     if intercept:
         Xc = np.column_stack([np.ones(Xc.shape[0]), Xc])
@@ -152,13 +164,11 @@ def batches(source: Any, y: Any = -1, columns: list[str] | None = None,
     """``(X, y)`` float64 batches of ``source`` (see the module docstring)."""
     label = str(source) if isinstance(source, (str, os.PathLike)) else type(source).__name__
     if _is_dask_frame(source):  # one partition at a time, on the caller's side
-        import pyarrow as pa
-
-        y_col = list(source.columns)[y] if isinstance(y, int) else y
+        y_col = _dask_y_column(source, y)
         for i in range(source.npartitions):
             frame = source.get_partition(i).compute()
             if len(frame):
-                yield _column_arrays(pa.RecordBatch.from_pandas(frame, preserve_index=False), y_col, columns)
+                yield _frame_arrays(frame, y_col, columns)
         return
     if isinstance(source, (str, os.PathLike)) or type(source).__module__.startswith("pyarrow"):
         import pyarrow as pa
@@ -212,10 +222,11 @@ class Accumulated:
 def accumulate(source: Any, x_bound: float, y_bound: float, *, y: Any = -1, columns: list[str] | None = None,
                intercept: bool = False, batch_rows: int = BATCH_ROWS, progress: bool = False) -> Accumulated:
     """Clip every row of every batch to the bounds and sum its contributions to ``S`` and ``z``."""
+    from .release import validate_data
+
     acc = Accumulated()
     if _is_dask_frame(source):
-        y_col = list(source.columns)[y] if isinstance(y, int) else y
-        for part in _dask_partials(source, x_bound, y_bound, y_col, columns, intercept):
+        for part in _dask_partials(source, x_bound, y_bound, _dask_y_column(source, y), columns, intercept):
             acc.add(*part)
     else:
         it: Iterable = batches(source, y, columns, batch_rows)
@@ -224,7 +235,7 @@ def accumulate(source: Any, x_bound: float, y_bound: float, *, y: Any = -1, colu
 
             it = tqdm(it, unit=" batches", desc="release")
         for Xb, yb in it:
-            acc.add(*_clipped_sums(Xb, yb, x_bound, y_bound, intercept))
+            acc.add(*clipped_sums(*validate_data(Xb, yb, min_rows=1), x_bound, y_bound, intercept))
     if acc.S is None:
         raise ValueError("the source has no rows")
     acc.S = 0.5 * (acc.S + acc.S.T)
