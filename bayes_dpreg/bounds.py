@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from .ledger import reserve
 from .privacy import row_norms
 
 __all__ = ["ProposedBounds", "propose_bounds", "bound_candidates", "auto_quantile"]
@@ -150,12 +151,7 @@ def propose_bounds(
     if quantile is not None and not (isinstance(quantile, (int, float)) and 0.5 <= quantile < 1):
         raise ValueError(f"quantile must lie in [0.5, 1), got {quantile!r}")
     cx, cy = bound_candidates(*x_range), bound_candidates(*y_range)
-    if ledger is not None:
-        from .ledger import LedgerEntry, PrivacyLedger, now
-
-        book = ledger if isinstance(ledger, PrivacyLedger) else PrivacyLedger(ledger)
-        book.record(LedgerEntry(time=now(), release_id="", name=name, mechanism="bounds", noise="exponential",
-                                epsilon=float(epsilon), delta=0.0, sigmas=(), sensitivities=()))
+    reserve(ledger, "bounds", name, epsilon, 0.0, "exponential", "")  # pure DP: no Gaussian component
     norms, abs_y = _norms_and_responses(X, y, columns, batch_rows)
     n = norms.size
     if quantile is None:

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-__all__ = ["BudgetExceededError", "LedgerEntry", "PrivacyLedger", "LEDGER_FORMAT"]
+__all__ = ["BudgetExceededError", "LedgerEntry", "PrivacyLedger", "LEDGER_FORMAT", "reserve"]
 
 LEDGER_FORMAT = "bayes_dpreg.privacy_ledger"
 _VERSION = 1
@@ -208,6 +208,19 @@ class PrivacyLedger:
         lines.append(f"spent: eps = {s['epsilon_pld']:.4g} at delta = {delta_b:g} (PLD accountant, dp_accounting); "
                      f"basic composition ({s['epsilon_basic']:.4g}, {s['delta_basic']:.3g})")
         return "\n".join(lines)
+
+
+def reserve(ledger: "PrivacyLedger | str | os.PathLike | None", mechanism: str, name: str, epsilon: float,
+            delta: float, noise: str, release_id: str, components: Sequence[tuple[float, float]] = ()) -> None:
+    """Record a release in ``ledger`` (a :class:`PrivacyLedger` or the path of one; ``None``: no
+    ledger), or refuse it with :class:`BudgetExceededError`: called before any noise is drawn.
+    ``components``: its Gaussian mechanisms as ``(sigma, sensitivity)``; none for a pure-DP entry."""
+    if ledger is None:
+        return
+    book = ledger if isinstance(ledger, PrivacyLedger) else PrivacyLedger(ledger)
+    book.record(LedgerEntry(time=now(), release_id=release_id, name=name, mechanism=mechanism, noise=noise,
+                            epsilon=float(epsilon), delta=float(delta), sigmas=tuple(c[0] for c in components),
+                            sensitivities=tuple(c[1] for c in components)))
 
 
 def now() -> str:

@@ -49,6 +49,8 @@ from .privacy import (
     warn_if_clipped,
 )
 
+from .ledger import reserve
+
 if TYPE_CHECKING:
     from .ledger import PrivacyLedger
 
@@ -482,19 +484,6 @@ def _ssp_components(cal: Calibration, epsilon: float, delta: float, x_bound: flo
     return [(cal.sigma_S, sens["S"]), (cal.sigma_z, sens["z"])]
 
 
-def _reserve(ledger: "PrivacyLedger | str | os.PathLike | None", mechanism: str, name: str, epsilon: float,
-             delta: float, noise: str, release_id: str, components: list[tuple[float, float]]) -> None:
-    """Record the release in the ledger, or refuse it (:class:`BudgetExceededError`): before any noise."""
-    if ledger is None:
-        return
-    from .ledger import LedgerEntry, PrivacyLedger, now
-
-    book = ledger if isinstance(ledger, PrivacyLedger) else PrivacyLedger(ledger)
-    book.record(LedgerEntry(time=now(), release_id=release_id, name=name, mechanism=mechanism, noise=noise,
-                            epsilon=float(epsilon), delta=float(delta), sigmas=tuple(c[0] for c in components),
-                            sensitivities=tuple(c[1] for c in components)))
-
-
 def _noise_kind(noise: str, seed: Any, calibration: str) -> NoiseKind:
     if noise == "auto":
         return "float" if seed is not None or calibration == "as_published" else "discrete"
@@ -672,7 +661,7 @@ def release(
     ex = _exact_release_stats(X, y, x_bound, y_bound, intercept, average_rows, columns, progress)
     cal = calibrate(epsilon, delta, ex.x_bound, y_bound, calibration, noise=kind, d=ex.S.shape[0], n=ex.n)
     release_id = secrets.token_hex(16)
-    _reserve(ledger, "ssp", name, epsilon, delta, kind, "" if seed is not None else release_id,
+    reserve(ledger, "ssp", name, epsilon, delta, kind, "" if seed is not None else release_id,
              _ssp_components(cal, epsilon, delta, ex.x_bound, y_bound))
     out = _noisy_ssp(ex, cal, epsilon, delta, y_bound, kind, seed, name, release_id,
                      seed is not None if _reproducible is None else _reproducible)
@@ -748,7 +737,7 @@ def release_adassp(
     cal = calibrate(2.0 * epsilon / 3.0, 2.0 * delta / 3.0, x_bound, y_bound, calibration, noise=kind,
                     d=ex.S.shape[0], n=ex.n)
     sigma_l, k = adassp_lambda_sigma(epsilon, delta, x_bound, kind, ex.n)
-    _reserve(ledger, "adassp", name, epsilon, delta, kind, release_id,
+    reserve(ledger, "adassp", name, epsilon, delta, kind, release_id,
              _ssp_components(cal, 2.0 * epsilon / 3.0, 2.0 * delta / 3.0, x_bound, y_bound)
              + [(sigma_l, sigma_l / analytic_gaussian_sigma(epsilon / 3.0, delta / 3.0))])
     base = _noisy_ssp(ex, cal, 2.0 * epsilon / 3.0, 2.0 * delta / 3.0, y_bound, kind,
@@ -801,7 +790,7 @@ def release_bs(
     sens = (bs_sensitivity(x_bound, y_bound, "replace") if calibration == "as_published"
             else sigma / analytic_gaussian_sigma(epsilon, delta))
     release_id = "" if seed is not None else secrets.token_hex(16)
-    _reserve(ledger, "bs", name, epsilon, delta, kind, release_id, [(sigma, sens)])
+    reserve(ledger, "bs", name, epsilon, delta, kind, release_id, [(sigma, sens)])
     if kind == "discrete":
         m = d * (d + 1) // 2
         v = discrete_gaussian(np.concatenate([S[np.triu_indices(d)], z, [ex.yy]]), sigma, k)
