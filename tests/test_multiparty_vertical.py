@@ -366,6 +366,11 @@ def test_unseeded_release_is_discrete_on_a_grid_with_the_declared_sd():
     assert np.all(rm.public / 2.0**g == np.round(rm.public / 2.0**g))
     resid = rm.public - V.mix(X, 500, 1)
     assert np.std(resid) == pytest.approx(rm.noise_std, rel=0.05)
-    own = V.release_party_dgm(parties[0], dgm.noise_std, None)
+    sd, grid = V.discrete_noise_std(cont, 3, 4000, 1.0)
+    assert sd == dgm.noise_std
+    own = V.release_party_dgm(parties[0], sd, None, grid=grid)
     assert np.std(own.public) == pytest.approx(dgm.noise_std, rel=0.05)
+    assert np.all(own.public / 2.0**grid == np.round(own.public / 2.0**grid))
+    with pytest.raises(ValueError, match="needs the grid"):
+        V.release_party_dgm(parties[0], sd, None)
     assert V.release_dgm(parties, 1.0, 1e-5, noise_seed=3).noise == "float"

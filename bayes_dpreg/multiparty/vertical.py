@@ -318,14 +318,14 @@ class VerticalRelease:
 
 
 def release_party_dgm(
-    block: np.ndarray, noise_std: float, rng: np.random.Generator | None, bound_policy: BoundPolicy = "clip"
+    block: np.ndarray, noise_std: float, rng: np.random.Generator | None, bound_policy: BoundPolicy = "clip",
+    *, grid: int | None = None,
 ) -> PartyRelease:
     """Algorithm 1, line 3: ``D^j + R^j`` with ``R^j`` iid ``N(0, noise_std^2)``; ``rng=None``:
-    discrete noise (module docstring) on the grid of ``noise_std`` for entries bounded by 1
-    (``noise_std`` must then be the discrete sd, :func:`discrete_noise_std`)."""
+    discrete noise (module docstring) on the grid ``2^grid``, where ``(noise_std, grid)`` must be
+    what :func:`discrete_noise_std` returned (the sd was calibrated for that grid's rounding)."""
     block, n_clipped = _enforce_bound(_as_block(block, "block"), "block", bound_policy)
     _check_noise_std(noise_std)
-    grid = None if rng is not None else discrete_grid(noise_std, 1.0)
     return PartyRelease(_noisy(block, noise_std, rng, grid), n_clipped)
 
 
@@ -336,14 +336,14 @@ def release_party_rmgm(
     noise_std: float,
     rng: np.random.Generator | None,
     bound_policy: BoundPolicy = "clip",
+    *,
+    grid: int | None = None,
 ) -> PartyRelease:
     """Algorithm 2, line 4: ``B D^j / sqrt(k) + R^j``, ``B`` from the shared ``mixing_seed``;
     ``rng=None``: discrete noise as in :func:`release_party_dgm` (entries bounded by ``n / sqrt(k)``)."""
     block, n_clipped = _enforce_bound(_as_block(block, "block"), "block", bound_policy)
     _check_noise_std(noise_std)
-    mixed = mix(block, k, mixing_seed)
-    grid = None if rng is not None else discrete_grid(noise_std, block.shape[0] / math.sqrt(k))
-    return PartyRelease(_noisy(mixed, noise_std, rng, grid), n_clipped)
+    return PartyRelease(_noisy(mix(block, k, mixing_seed), noise_std, rng, grid), n_clipped)
 
 
 def _check_noise_std(noise_std: float) -> None:
@@ -373,9 +373,11 @@ def discrete_noise_std(std: float, d_max: int, rows: int, magnitude: float) -> t
 
 
 def _noisy(values: np.ndarray, std: float, rng: np.random.Generator | None, grid: int | None) -> np.ndarray:
-    """``values`` plus Gaussian noise: NumPy's from ``rng``, or OpenDP's discrete on ``2^grid``."""
-    if grid is None:
+    """``values`` plus Gaussian noise: NumPy's from ``rng``, or (``rng=None``) OpenDP's discrete on ``2^grid``."""
+    if rng is not None:
         return values + std * rng.standard_normal(values.shape)
+    if grid is None:
+        raise ValueError("discrete noise (rng=None) needs the grid that discrete_noise_std returned with the sd")
     return discrete_gaussian(values, std, grid)
 
 
@@ -441,16 +443,14 @@ def release_rmgm(
     n, d_max = blocks[0].shape[0], max(b.shape[1] for b in blocks)
     mixed = mix(np.hstack(blocks), k, mixing_seed)
     edges = np.cumsum([0] + [b.shape[1] for b in blocks])
+    grid = None
     if noise_seed is None:
         std, grid = discrete_noise_std(std, d_max, k, n / math.sqrt(k))
-        public = np.hstack([discrete_gaussian(mixed[:, a:b], std, grid) for a, b in zip(edges[:-1], edges[1:])])
-    else:
-        rngs = _party_rngs(noise_seed, len(blocks))
-        noise = [r.standard_normal((k, b.shape[1])) for b, r in zip(blocks, rngs)]
-        public = mixed + std * np.hstack(noise)
+    rngs = _party_rngs(noise_seed, len(blocks)) if grid is None else [None] * len(blocks)
+    public = np.hstack([_noisy(mixed[:, a:b], std, r, grid) for a, b, r in zip(edges[:-1], edges[1:], rngs)])
     return VerticalRelease(
         public, "rmgm", n, k, tuple(int(e) for e in np.diff(edges)),
-        std, float(epsilon), float(delta), calibration, clipped, "float" if noise_seed is not None else "discrete",
+        std, float(epsilon), float(delta), calibration, clipped, "float" if grid is None else "discrete",
     )
 
 
