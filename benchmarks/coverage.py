@@ -82,14 +82,39 @@ def _real_data(name: str, data_dir: str) -> np.ndarray:
     return bd.load_dataset(Path(data_dir) / DATA_FILES[name], name=name).X_train
 
 
+def streams(cell: dict[str, Any], rep: int, seed: int) -> list[np.random.SeedSequence]:
+    """The seed streams of replication ``rep`` of ``cell``: data, release noise, random split."""
+    return np.random.SeedSequence(seed, spawn_key=(sum(map(ord, cell["id"])), len(cell["id"]), rep)).spawn(3)
+
+
+def fit_priors(cell: dict[str, Any], reps: list[int], seed: int, data_dir: str, priors: Any,
+               methods: tuple[str, ...], label: str) -> list[dict[str, Any]]:
+    """Fit ``methods`` under each prior of ``priors(stats, rep) -> {name: Prior}`` on the same
+    releases of replications ``reps`` of ``cell``; one :func:`_metrics` row per fit, with
+    ``row[label]`` the prior's name (for the prior studies)."""
+    import bayes_dpreg as bd
+
+    rows = []
+    for rep in reps:
+        (X, y, s_noise), theta, _ = replicate(cell, rep, seed, data_dir)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            stats = _releases(X, y, cell["J"], cell["eps"], s_noise, {"ssp"})["ssp"]
+            for name, prior in priors(stats, rep).items():
+                for m in methods:
+                    t0 = time.perf_counter()
+                    idata = bd.fit(stats, m, prior, seed=rep)
+                    rows.append(dict(_metrics(cell, rep, m, idata, theta, time.perf_counter() - t0), **{label: name}))
+    return rows
+
+
 def replicate(cell: dict[str, Any], rep: int, seed: int, data_dir: str) -> tuple[Any, np.ndarray, Any]:
     """Data, truth and the prior given to the fit for replication ``rep`` of ``cell``."""
     import bayes_dpreg as bd
     from bayes_dpreg.data import paper_scale_matrix
     from scipy.stats import invwishart
 
-    ss = np.random.SeedSequence(seed, spawn_key=(sum(map(ord, cell["id"])), len(cell["id"]), rep))
-    s_data, s_noise, s_split = ss.spawn(3)
+    s_data, s_noise, s_split = streams(cell, rep, seed)
     rng = np.random.default_rng(s_data)
     if cell["suite"] == "paper":
         Lam = paper_scale_matrix(cell["d"], rng)

@@ -27,7 +27,6 @@ import concurrent.futures
 import multiprocessing
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -44,11 +43,10 @@ def _generating_lambda(rep: int) -> np.ndarray:
     """``V^T V`` of replication ``rep`` (the first draw of ``coverage.replicate``'s data stream)."""
     from bayes_dpreg.data import paper_scale_matrix
 
-    ss = np.random.SeedSequence(SEED, spawn_key=(sum(map(ord, CELL["id"])), len(CELL["id"]), rep))
-    return paper_scale_matrix(CELL["d"], np.random.default_rng(ss.spawn(3)[0]))
+    return paper_scale_matrix(CELL["d"], np.random.default_rng(cov.streams(CELL, rep, SEED)[0]))
 
 
-def priors(stats: list, Lam: np.ndarray) -> dict:
+def priors(stats: list, rep: int) -> dict:
     import bayes_dpreg as bd
     from bayes_dpreg.kernels import pooled_covariance
     from bayes_dpreg.release import stack_stats
@@ -57,27 +55,14 @@ def priors(stats: list, Lam: np.ndarray) -> dict:
     ms = bd.prior_scales(st).feature_ms
     noise = float(np.sqrt(np.sum(np.asarray(st.sigma_S) ** 2)))
     pooled = np.asarray(pooled_covariance(np.asarray(st.S).sum(0), float(np.sum(st.n)), noise))
-    kappa = CELL["d"] + 1.0
+    Lam, kappa = _generating_lambda(rep), CELL["d"] + 1.0
     return {"default": bd.Prior(), "matched": bd.Prior(C=1.0, Lambda=Lam, kappa=kappa),
             "matched Sigma_x": bd.Prior(Lambda=Lam, kappa=kappa), "matched theta": bd.Prior(C=1.0),
             "pooled": bd.Prior(Lambda=pooled), "diag / 10": bd.Prior(Lambda=np.diag(ms) / 10)}
 
 
 def run(reps: list[int], data_dir: str) -> list[dict]:
-    import bayes_dpreg as bd
-
-    rows = []
-    for rep in reps:
-        (X, y, s_noise), theta, _ = cov.replicate(CELL, rep, SEED, data_dir)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            stats = cov._releases(X, y, CELL["J"], CELL["eps"], s_noise, {"ssp"})["ssp"]
-            for name, prior in priors(stats, _generating_lambda(rep)).items():
-                t0 = time.perf_counter()
-                idata = bd.fit(stats, "normalx-nuts", prior, seed=rep)
-                rows.append(dict(cov._metrics(CELL, rep, "normalx-nuts", idata, theta, time.perf_counter() - t0),
-                                 variant=name))
-    return rows
+    return cov.fit_priors(CELL, reps, SEED, data_dir, priors, ("normalx-nuts",), "variant")
 
 
 def main() -> None:

@@ -23,7 +23,6 @@ import csv
 import multiprocessing
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -53,23 +52,12 @@ def prior_for(rule: str, stats: list) -> object:
     return bd.Prior(C=np.diag(C))
 
 
-def run(cell: dict, reps: list[int], seed: int, data_dir: str) -> list[dict]:
-    import bayes_dpreg as bd
+def _rules(stats: list, rep: int) -> dict:
+    return {rule: prior_for(rule, stats) for rule in RULES}
 
-    rows = []
-    for rep in reps:
-        (X, y, s_noise), theta, _ = cov.replicate(cell, rep, seed, data_dir)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            stats = cov._releases(X, y, cell["J"], cell["eps"], s_noise, {"ssp"})["ssp"]
-            for rule in RULES:
-                prior = prior_for(rule, stats)
-                for m in ("normalx-nuts", "fixeds"):
-                    t0 = time.perf_counter()
-                    idata = bd.fit(stats, m, prior, seed=rep)
-                    row = cov._metrics(cell, rep, m, idata, theta, time.perf_counter() - t0)
-                    rows.append(dict(row, rule=rule))
-    return rows
+
+def run(cell: dict, reps: list[int], seed: int, data_dir: str) -> list[dict]:
+    return cov.fit_priors(cell, reps, seed, data_dir, _rules, ("normalx-nuts", "fixeds"), "rule")
 
 
 def main() -> None:
