@@ -33,7 +33,7 @@ if _SET_NPROC and _xla_bridge.backends_are_initialized():  # pragma: no cover - 
 jax.config.update("jax_enable_x64", True)
 
 from .bounds import ProposedBounds, propose_bounds  # noqa: E402
-from .compare import compare, inclusion, log_evidence  # noqa: E402
+from .compare import compare, inclusion, log_evidence, normalx_evidence  # noqa: E402
 from .data import Dataset, Simulated, load_dataset, load_power_plant, simulate, split_parties  # noqa: E402
 from .diagnostics import ConvergenceWarning  # noqa: E402
 from .inference import METHODS, NoiseWarning, fit  # noqa: E402
@@ -64,6 +64,7 @@ __all__ = [
     "compare",
     "inclusion",
     "log_evidence",
+    "normalx_evidence",
     "ProposedBounds",
     "propose_bounds",
     "ClippingWarning",

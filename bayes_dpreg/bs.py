@@ -35,13 +35,13 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro.distributions as dist
 from jax import Array
 
 from .bs_moments import ss_moments, ss_vector
 from .closed_form import nig_posterior
 from .kernels import Settings, _PureKernel, pooled_covariance
 from .linalg import nearest_psd_and_min_eig, symmetrize
+from .models import sigma_x_conditional
 from .prior import ResolvedPrior
 
 __all__ = ["BSData", "BSState", "bs_data", "bs_init", "bs_step", "BS", "unpack_ss", "ss_conditional"]
@@ -130,7 +130,7 @@ def _conditional_draws(key: Array, ss: Array, data: BSData, pr: ResolvedPrior) -
     S_psd, min_eig = nearest_psd_and_min_eig(S)
     projected = (min_eig < 0).sum()
     S_sum = symmetrize(S_psd.sum(0))
-    Sigma_x = dist.InverseWishart(pr.kappa + data.n.sum(), scale_matrix=jnp.asarray(pr.Lambda) + S_sum).sample(k_sx)
+    Sigma_x = sigma_x_conditional(S_sum, data.n.sum(), pr).sample(k_sx)
     post = nig_posterior(S_sum, z.sum(0), u.sum(), data.n.sum(), jnp.asarray(pr.m), jnp.asarray(pr.nig_precision),
                          pr.a, pr.b)
     floored = post.b <= pr.b

@@ -215,8 +215,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
             models[name] = [int(f) if f.isdigit() else f for f in feats.split(",") if f]
     names = args.coef_names
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.4g}".format):
-        table, _ = compare(stats, models, prior, model_prior=args.model_prior, coef_names=names)
-        print("fixed-S model evidence and exact leave-one-party-out (bayes_dpreg.compare):")
+        if args.evidence == "normalx" and models is None:
+            raise ValueError("--evidence normalx fits every candidate: name them with --candidate")
+        extra = {"num_samples": args.num_samples, "seed": args.seed} if args.evidence == "normalx" else {}
+        table, _ = compare(stats, models, prior, model_prior=args.model_prior, coef_names=names,
+                           model=args.evidence, **extra)
+        print("fixed-S model evidence and exact leave-one-party-out (bayes_dpreg.compare):" if args.evidence == "fixeds"
+              else "normalX model evidence by bridge sampling and PSIS leave-one-party-out (bayes_dpreg.compare):")
         print(table.head(args.top).to_string())
         inc = inclusion(stats, prior, model_prior=args.model_prior, coef_names=names)
         how = (f"all 2^{stats[0].d} subsets" if inc.attrs["method"] == "enumerate" else
@@ -383,6 +388,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--model-prior", dest="model_prior", default="uniform", choices=["uniform", "beta-binomial"])
     c.add_argument("--coef-names", dest="coef_names", nargs="+", default=None, help="labels of the features")
     c.add_argument("--model", default=None, help="TOML model specification for the prior: a file or a bundled name (default, alparslan2023, ...)")
+    c.add_argument("--evidence", default="fixeds", choices=["fixeds", "normalx"],
+                   help="model whose evidence ranks the candidates: fixeds (closed form, instant) or normalx "
+                        "(the noise in S~ modelled; a normalx-nuts fit and bridge sampling per candidate)")
+    c.add_argument("--num-samples", dest="num_samples", type=int, default=1000, help="draws per chain (--evidence normalx)")
+    c.add_argument("--seed", type=int, default=0, help="seed of the sampling (--evidence normalx)")
     c.add_argument("--top", type=int, default=20, help="rows of the comparison table to show")
     c.add_argument("--report", default=None, help="also write a self-contained HTML report (and .md) here")
     c.set_defaults(func=cmd_compare)

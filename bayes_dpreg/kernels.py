@@ -66,7 +66,7 @@ from numpyro.infer import NUTS, HMCGibbs, init_to_value
 from numpyro.infer.mcmc import MCMCKernel
 
 from .closed_form import collapsed_log_lik, party_terms, theta_conditional
-from .linalg import nearest_psd, spd_inverse
+from .linalg import from_log_cholesky, log_cholesky, nearest_psd, spd_inverse
 from .models import (
     intercept_design,
     normalx_intercept_model,
@@ -75,6 +75,7 @@ from .models import (
     S_tilde_dist,
     log_lik_z,
     prior_dists,
+    sigma_x_conditional,
     upper,
     z_dist,
 )
@@ -192,8 +193,7 @@ def _theta_draw(key: Array, S: Array, sigma2: Array, data: ModelData, pr: Resolv
 
 def _sigma_x_draw(key: Array, S: Array, data: ModelData, pr: ResolvedPrior) -> Array:
     """``Sigma_x | S_{1:J} ~ IW(Lambda + sum_j S_j, kappa + sum_j n_j)`` (eq. 11)."""
-    post = dist.InverseWishart(pr.kappa + data.n.sum(), scale_matrix=jnp.asarray(pr.Lambda) + S.sum(0))
-    return post.sample(key)
+    return sigma_x_conditional(S.sum(0), data.n.sum(), pr).sample(key)
 
 
 def _log_S_tilde(S: Array, data: ModelData) -> Array:
@@ -386,18 +386,6 @@ def _eigen_moves(key: Array, cur: _Level, sigma2: Array, basis: Array, log_steps
     return jax.lax.scan(body, cur, jnp.arange(d))
 
 
-def _log_chol(Sigma: Array) -> Array:
-    """Lower triangle of ``chol(Sigma)``, diagonal on the log scale, row-major: ``(d(d+1)/2,)``."""
-    d = Sigma.shape[-1]
-    L = jnp.linalg.cholesky(Sigma)
-    return (L + jnp.diag(jnp.log(jnp.diagonal(L)) - jnp.diagonal(L)))[jnp.tril_indices(d)]
-
-
-def _from_log_chol(v: Array, d: int) -> Array:
-    M = jnp.zeros((d, d), v.dtype).at[jnp.tril_indices(d)].set(v)
-    return M + jnp.diag(jnp.exp(jnp.diagonal(M)) - jnp.diagonal(M))
-
-
 def _noncentred_move(key: Array, cur: _Level, sigma2: Array, prop_chol: Array, data: ModelData,
                      pr: ResolvedPrior) -> tuple[_Level, Array]:
     """Random walk on ``v = logchol(Sigma_x)`` holding ``W_j = L^{-1} S_j L^{-T}`` fixed (the
@@ -409,9 +397,9 @@ def _noncentred_move(key: Array, cur: _Level, sigma2: Array, prop_chol: Array, d
     ``sum_i (d - i + 2 + J(d + 1)) log L_ii`` (i from 1). With ``G = L' L^{-1}`` the move is
     ``S_j -> G S_j G^T``, ``Sigma_x -> L' L'^T``."""
     J, d = data.z_tilde.shape
-    v = _log_chol(cur.Sigma_x)
+    v = log_cholesky(cur.Sigma_x)
     v_new = v + prop_chol @ jax.random.normal(jax.random.fold_in(key, 0), v.shape, v.dtype)
-    L, L_new = _from_log_chol(v, d), _from_log_chol(v_new, d)
+    L, L_new = from_log_cholesky(v, d), from_log_cholesky(v_new, d)
     G = jax.scipy.linalg.solve_triangular(L.T, L_new.T, lower=False).T
     dlog_diag = jnp.log(jnp.diagonal(L_new)) - jnp.log(jnp.diagonal(L))
     weights = jnp.arange(d + 1, 1, -1) + J * (d + 1)  # d - i + 2 + J(d + 1), i = 1..d
@@ -452,7 +440,7 @@ def _level_moves(key: Array, S: Array, Sigma_x: Array, sigma2: Array, state: "No
     p = state.am_mean.shape[0]
     cov = jnp.exp(state.log_am_scale) * (state.am_cov + 1e-10 * jnp.eye(p, dtype=S.dtype))
     cur, acc_nc = _noncentred_move(k_nc, cur, sigma2, jnp.linalg.cholesky(cov), data, pr)
-    am_mean, am_cov = _running_moments(state.am_mean, state.am_cov, _log_chol(cur.Sigma_x), it, settings)
+    am_mean, am_cov = _running_moments(state.am_mean, state.am_cov, log_cholesky(cur.Sigma_x), it, settings)
     tune = dict(
         log_group_step=_robbins_monro(state.log_group_step, acc_g, settings.target_accept_level, it, settings, 1.0),
         log_eigen_step=_robbins_monro(state.log_eigen_step, acc_e, settings.target_accept_level, it, settings, 1.0),
@@ -493,7 +481,7 @@ def normalx_init(rng_key: Array, data: ModelData, pr: ResolvedPrior, settings: S
     p = d * (d + 1) // 2
     return NormalXState(z=z, log_alpha=log_alpha, log_step=zero + settings.init_log_step, log_group_step=log_group,
                         accept_S=jnp.zeros(J, S.dtype), accept_group=zero, basis=basis, log_eigen_step=log_eigen,
-                        accept_eigen=jnp.zeros(d, S.dtype), am_mean=_log_chol(z["Sigma_x"]),
+                        accept_eigen=jnp.zeros(d, S.dtype), am_mean=log_cholesky(z["Sigma_x"]),
                         am_cov=jnp.eye(p, dtype=S.dtype) / data.n.sum(), log_am_scale=jnp.log(2.38**2 / p) + zero,
                         accept_noncentred=zero, accept_sigma2=zero, iteration=jnp.zeros((), jnp.int32),
                         rng_key=k_next)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 from jax.scipy.linalg import cho_solve, solve_triangular
 
-__all__ = ["nearest_psd", "nearest_psd_and_min_eig", "symmetrize", "spd_inverse", "chol_solve"]
+__all__ = ["nearest_psd", "nearest_psd_and_min_eig", "symmetrize", "spd_inverse", "chol_solve", "log_cholesky",
+           "from_log_cholesky", "log_cholesky_log_jacobian"]
 
 
 def symmetrize(A: Array) -> Array:
@@ -40,3 +42,34 @@ def spd_inverse(A: Array) -> Array:
     L = jnp.linalg.cholesky(A)
     Linv = solve_triangular(L, jnp.eye(A.shape[-1], dtype=A.dtype), lower=True)
     return Linv.T @ Linv
+
+
+def _tril(d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rows, cols = np.tril_indices(d)
+    return rows, cols, np.flatnonzero(rows == cols)
+
+
+def log_cholesky(A: Array) -> Array:
+    """Log-Cholesky vector of a positive-definite ``A``: the lower triangle of ``chol(A)``,
+    row-major, with the diagonal on the log scale; ``(..., d, d) -> (..., d(d+1)/2)``."""
+    rows, cols, diag = _tril(A.shape[-1])
+    v = jnp.linalg.cholesky(A)[..., rows, cols]
+    return v.at[..., diag].set(jnp.log(v[..., diag]))
+
+
+def from_log_cholesky(v: Array, d: int) -> Array:
+    """The lower-triangular factor ``L`` from its :func:`log_cholesky` vector (``A = L L^T``)."""
+    rows, cols, diag = _tril(d)
+    return jnp.zeros(v.shape[:-1] + (d, d), v.dtype).at[..., rows, cols].set(v.at[..., diag].set(jnp.exp(v[..., diag])))
+
+
+def log_cholesky_log_jacobian(v: Array, d: int) -> Array:
+    r"""``log |d upper(A) / d v|`` of ``A = L L^T`` with ``L = from_log_cholesky(v)``:
+
+    .. math::
+        d \log 2 + \sum_{i=0}^{d-1} (d - i + 1) \log L_{ii},
+
+    ``2^d prod_i L_ii^{d-i}`` from ``L -> L L^T`` (upper-triangle coordinates) times
+    ``L_ii`` for the log-diagonal. Tested against automatic differentiation."""
+    _, _, diag = _tril(d)
+    return d * jnp.log(2.0) + (v[..., diag] * (d + 1.0 - np.arange(d))).sum(-1)

@@ -38,6 +38,8 @@ __all__ = [
     "S_prior_dist",
     "fixeds_data",
     "prior_dists",
+    "sigma_x_conditional",
+    "log_marginal_S",
     "normalx_model",
     "fixeds_model",
     "log_target_S",
@@ -81,6 +83,23 @@ def prior_dists(pr: ResolvedPrior) -> dict[str, dist.Distribution]:
         "sigma2": dist.InverseGamma(pr.a, pr.b),
         "Sigma_x": dist.InverseWishart(pr.kappa, scale_matrix=jnp.asarray(pr.Lambda)),
     }
+
+
+def sigma_x_conditional(S_sum: Array, n_total: Array, pr: ResolvedPrior) -> dist.InverseWishart:
+    """``Sigma_x | S_{1:J} ~ IW(Lambda + sum_j S_j, kappa + sum_j n_j)`` (eq. 11): the conjugate
+    update of :func:`prior_dists`' inverse-Wishart by the parties' Wishart ``S_j``."""
+    return dist.InverseWishart(pr.kappa + n_total, scale_matrix=jnp.asarray(pr.Lambda) + S_sum)
+
+
+def log_marginal_S(S: Array, data: ModelData, pr: ResolvedPrior) -> Array:
+    """``log p(S_{1:J})`` with ``Sigma_x`` integrated out, by the conjugate identity
+    ``p(S) = p(S | Sigma) p(Sigma) / p(Sigma | S)`` (exact at any ``Sigma``; evaluated at the
+    conditional's mode, where the three terms are best conditioned)."""
+    post = sigma_x_conditional(S.sum(0), data.n.sum(), pr)
+    d = S.shape[-1]
+    Sigma = post.scale_matrix / (post.concentration + d + 1.0)
+    return (S_prior_dist(Sigma, data).log_prob(S).sum() + prior_dists(pr)["Sigma_x"].log_prob(Sigma)
+            - post.log_prob(Sigma))
 
 
 def z_dist(S: Array, theta: Array, sigma2: Array, sigma_z: Array) -> dist.MultivariateNormal:

@@ -59,7 +59,7 @@ from numpyro.infer.hmc import hmc
 
 from ..closed_form import collapsed_log_lik, party_terms, theta_conditional
 from ..kernels import pooled_covariance
-from ..linalg import nearest_psd, spd_inverse
+from ..linalg import from_log_cholesky, log_cholesky, nearest_psd, spd_inverse
 from ..models import ModelData, S_tilde_dist, model_data, prior_dists, upper
 from ..prior import ResolvedPrior
 from .base import ChainKernel, MethodResult, Sampler, run_chains
@@ -98,18 +98,6 @@ def _tril_indices(d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return rows, cols, np.flatnonzero(rows == cols)
 
 
-def _from_log_chol(v: Array, d: int) -> Array:
-    """Lower-triangular matrix from its row-major vector with the diagonal on the log scale."""
-    rows, cols, diag = _tril_indices(d)
-    return jnp.zeros(v.shape[:-1] + (d, d), v.dtype).at[..., rows, cols].set(v.at[..., diag].set(jnp.exp(v[..., diag])))
-
-
-def _log_chol(A: Array) -> Array:
-    rows, cols, diag = _tril_indices(A.shape[-1])
-    v = jnp.linalg.cholesky(A)[..., rows, cols]
-    return v.at[..., diag].set(jnp.log(v[..., diag]))
-
-
 def reference(data: ModelData) -> Reference:
     """Centre ``v`` at the pooled ``Sigma_x`` estimate; scale it by ``sqrt(1/n + r^2)``, ``r`` the
     release noise of the pooled scatter relative to its mean diagonal. For the partial
@@ -127,14 +115,14 @@ def reference(data: ModelData) -> Reference:
     Linv = jax.scipy.linalg.solve_triangular(jnp.linalg.cholesky(Sx0), eye, lower=True)
     q = (Linv**2).sum(-1)
     rho = data.sigma_S[:, None] ** 2 * q[rows] * q[cols] / (data.n[:, None] * (1.0 + (rows == cols)))
-    return Reference(_log_chol(Sx0), jnp.sqrt(1.0 / n + noise**2), jnp.linalg.cholesky(S0), 1.0 / (1.0 + rho))
+    return Reference(log_cholesky(Sx0), jnp.sqrt(1.0 / n + noise**2), jnp.linalg.cholesky(S0), 1.0 / (1.0 + rho))
 
 
 def _c_of(xv: Array, F: Array, data: ModelData, ref: Reference) -> Array:
     """The raw Bartlett coordinates of ``S_j = F_j F_j^T`` in the frame of ``L(x_v)``."""
     d = F.shape[-1]
     rows, cols, diag = _tril_indices(d)
-    L = _from_log_chol(ref.v0 + ref.v_scale * xv, d)
+    L = from_log_cholesky(ref.v0 + ref.v_scale * xv, d)
     R = jax.scipy.linalg.solve_triangular(L, F, lower=True) / jnp.sqrt(data.n)[:, None, None]
     r = R[..., rows, cols]
     return r.at[..., diag].set(jnp.log(r[..., diag])) / _c_scale(data, d)
@@ -159,9 +147,9 @@ def unpack(z: dict, data: ModelData, ref: Reference) -> tuple[Array, Array, Arra
     Jacobian (triangular, identity blocks), so it changes the geometry NUTS sees and not the
     density."""
     J, d = data.z_tilde.shape
-    L = _from_log_chol(ref.v0 + ref.v_scale * z["v"], d)
+    L = from_log_cholesky(ref.v0 + ref.v_scale * z["v"], d)
     c = z["c"] + ref.omega * _c_of(z["v"], ref.F0, data, ref)
-    R = jnp.sqrt(data.n)[:, None, None] * _from_log_chol(c * _c_scale(data, d), d)
+    R = jnp.sqrt(data.n)[:, None, None] * from_log_cholesky(c * _c_scale(data, d), d)
     F = L @ R
     return L, R, F @ jnp.swapaxes(F, -1, -2), jnp.exp(z["ls2"])
 
@@ -194,7 +182,7 @@ def log_density(z: dict, data: ModelData, pr: ResolvedPrior, ref: Reference) -> 
 
 def to_unconstrained(Sigma_x: Array, S: Array, sigma2: Array, data: ModelData, ref: Reference) -> dict:
     """The inverse of :func:`unpack` (for tests and for starting values)."""
-    xv = (_log_chol(Sigma_x) - ref.v0) / ref.v_scale
+    xv = (log_cholesky(Sigma_x) - ref.v0) / ref.v_scale
     c = _c_of(xv, jnp.linalg.cholesky(S), data, ref)
     return {"v": xv, "c": c - ref.omega * _c_of(xv, ref.F0, data, ref), "ls2": jnp.log(sigma2)}
 
