@@ -18,12 +18,15 @@ kernels (:mod:`bayes_dpreg.kernels`) evaluate their ``log_prob``.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import functools
+from typing import Any, Callable, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
+from numpyro.infer.util import log_density
 from jax import Array
 
 from .linalg import nearest_psd
@@ -42,6 +45,7 @@ __all__ = [
     "log_marginal_S",
     "normalx_model",
     "fixeds_model",
+    "log_joint",
     "log_target_S",
     "log_local_S",
     "S_tilde_dist",
@@ -207,3 +211,16 @@ def normalx_intercept_model(data: ModelData, prior: ResolvedPrior, observe: bool
         dd = party_dists(S, theta, sigma2, data)
         numpyro.sample("S_tilde", dd["S_tilde"], obs=upper(data.S_tilde) if observe else None)
         numpyro.sample("z_tilde", dd["z_tilde"], obs=data.z_tilde if observe else None)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _log_joint(model: Callable, data: ModelData, prior: ResolvedPrior, samples: dict[str, Array]) -> Array:
+    return jax.vmap(lambda s: log_density(model, (data, prior), {}, s)[0])(samples)
+
+
+def log_joint(model: Callable, data: ModelData, prior: ResolvedPrior, samples: dict[str, Any]) -> np.ndarray:
+    """ArviZ's ``lp``: the model's log joint density (all sites, observed included) at each draw
+    of ``samples`` (``{site: (chain, draw, ...)}``, the model's latent sites)."""
+    lead = next(iter(samples.values())).shape[:2]
+    flat = {k: jnp.asarray(v).reshape((-1,) + tuple(np.shape(v)[2:])) for k, v in samples.items()}
+    return np.asarray(_log_joint(model, data, prior, flat)).reshape(lead)

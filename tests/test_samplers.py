@@ -131,7 +131,8 @@ def test_fit_mcmc_structure(method):
     assert post["theta"].dims == ("chain", "draw", "coef") and post["theta"].shape == (2, 300, 2)
     assert post["sigma2"].dims == ("chain", "draw")
     ss = idata.sample_stats
-    assert 0 < float(ss["accept_prob_sigma2"].mean()) < 1
+    assert 0 < float(ss["acceptance_rate" if method == "fixeds" else "accept_prob_sigma2"].mean()) < 1
+    assert ss["lp"].dims == ("chain", "draw") and np.isfinite(ss["lp"]).all()
     if method == "normalx":
         lat = idata.latent_posterior
         assert "S" not in post and "Sigma_x" not in post  # latent: az.summary lists the model parameters only

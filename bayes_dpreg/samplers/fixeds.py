@@ -8,7 +8,7 @@ import jax
 import numpy as np
 
 from .. import kernels
-from ..models import ModelData, fixeds_data, model_data
+from ..models import ModelData, fixeds_data, fixeds_model, log_joint, model_data
 from ..prior import ResolvedPrior
 from .base import ChainKernel, MethodResult, Sampler, run_chains
 
@@ -44,9 +44,12 @@ def run(st: Any, pr: ResolvedPrior, key: jax.Array, num_chains: int, num_samples
         raise TypeError(f"unexpected keyword arguments {sorted(rest)}")
     samples, extra = run_chains(KERNEL, data(st), pr, settings_, key, num_chains=num_chains, num_warmup=num_warmup,
                                 num_samples=num_samples, thin=thin, progress_bar=progress)
-    stats = {"accept_prob_sigma2": extra["accept_prob_sigma2"], "step_size_sigma2": np.exp(extra["log_step"])}
+    d_ = data(st)
+    stats = {"lp": log_joint(fixeds_model, d_, pr, {k: samples[k] for k in ("theta", "sigma2")}),
+             "acceptance_rate": extra["accept_prob_sigma2"], "step_size": np.exp(extra["log_step"])}
     attrs = {"num_warmup": num_warmup, "target_accept_sigma2": settings_.target_accept_sigma2,
-             "sigma2_move": "Gaussian random walk on log sigma2 (Jacobian included)"}
+             "sigma2_move": "Gaussian random walk on log sigma2 (Jacobian included); acceptance_rate and step_size "
+                            "are that move's (theta is an exact Gibbs draw)"}
     return MethodResult(samples, attrs, stats)
 
 

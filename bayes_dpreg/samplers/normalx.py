@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 from .. import kernels
-from ..models import ModelData, model_data
+from ..models import ModelData, log_joint, model_data, normalx_model
 from ..prior import ResolvedPrior
 from .base import ChainKernel, MethodResult, Sampler, run_chains
 
@@ -49,7 +49,8 @@ def run(st: Any, pr: ResolvedPrior, key: jax.Array, num_chains: int, num_samples
         raise TypeError(f"unexpected keyword arguments {sorted(rest)}")
     samples, extra = run_chains(KERNEL, data, pr, settings_, key, num_chains=num_chains, num_warmup=num_warmup,
                                 num_samples=num_samples, thin=thin, progress_bar=progress)
-    stats = {"accept_prob_S": extra["accept_prob_S"], "alpha": np.exp(extra["log_alpha"]),
+    stats = {"lp": log_joint(normalx_model, data, pr, {k: samples[k] for k in ("theta", "sigma2", "Sigma_x", "S")}),
+             "accept_prob_S": extra["accept_prob_S"], "alpha": np.exp(extra["log_alpha"]),
              "accept_prob_sigma2": extra["accept_prob_sigma2"], "step_size_sigma2": np.exp(extra["log_step"])}
     if settings_.collapse_theta and settings_.level_moves:
         stats.update({k: extra[k] for k in ("accept_prob_group", "accept_prob_eigen", "accept_prob_noncentred")})
