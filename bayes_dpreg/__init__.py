@@ -1,8 +1,10 @@
 """bayes_dpreg: Bayesian linear regression from differentially private, distributed summary statistics.
 
 Implements Alparslan, Yildirim & Birbil, "Differentially Private Distributed
-Bayesian Linear Regression with MCMC" (ICML 2023). Importing the package turns
-on JAX's 64-bit mode: entries of ``S = X^T X`` grow with ``n``.
+Bayesian Linear Regression with MCMC" (ICML 2023). It computes in float64 (entries of
+``S = X^T X`` grow with ``n``) without changing JAX at import: the public functions
+run under ``jax.enable_x64(True)``; scripts that call the low-level modules directly
+call :func:`enable_x64` first (:mod:`bayes_dpreg.precision`).
 
 It also asks XLA for one CPU intra-op thread (``NPROC=1``, unless ``NPROC`` is
 already set). jaxlib's batched LAPACK kernels (Cholesky, triangular solves,
@@ -30,9 +32,9 @@ if _SET_NPROC and _xla_bridge.backends_are_initialized():  # pragma: no cover - 
                   "batched linear algebra may deadlock on few cores. Import bayes_dpreg first or set NPROC=1.",
                   RuntimeWarning, stacklevel=2)
 
-jax.config.update("jax_enable_x64", True)
 
 from .bounds import ProposedBounds, propose_bounds  # noqa: E402
+from .precision import enable_x64  # noqa: E402
 from .compare import compare, inclusion, log_evidence, normalx_evidence  # noqa: E402
 from .data import Dataset, Simulated, load_dataset, load_power_plant, simulate, split_parties  # noqa: E402
 from .diagnostics import ConvergenceWarning  # noqa: E402
@@ -61,6 +63,7 @@ from .release import (  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
+    "enable_x64",
     "compare",
     "inclusion",
     "log_evidence",

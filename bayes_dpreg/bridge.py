@@ -34,6 +34,7 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from .precision import x64
 from scipy.special import logsumexp
 
 __all__ = ["BridgeResult", "bridge_sampling"]
@@ -83,6 +84,7 @@ def _relative_error(l1: np.ndarray, l2: np.ndarray, log_z: float, s1: float, s2:
     return float(math.sqrt(re2))
 
 
+@x64
 def bridge_sampling(log_density: Callable[[jax.Array], jax.Array], draws: np.ndarray, *, seed: int = 0,
                     tol: float = 1e-10, max_iter: int = 1000) -> BridgeResult:
     """``log Z = log \\int q`` from posterior draws of ``q / Z`` (module docstring).

@@ -11,6 +11,8 @@ from typing import Sequence
 
 import numpy as np
 
+from .precision import x64
+
 __all__ = ["main"]
 
 
@@ -447,6 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@x64
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:

@@ -48,6 +48,7 @@ import numpyro.distributions as dist
 from .closed_form import collapsed_log_lik, party_terms
 from .linalg import from_log_cholesky, log_cholesky, log_cholesky_log_jacobian, spd_inverse
 from .models import S_tilde_dist, log_marginal_S, upper
+from .precision import x64
 
 __all__ = ["log_evidence", "normalx_evidence", "compare", "inclusion", "MAX_ENUMERATE_D"]
 
@@ -149,6 +150,7 @@ def _feature_mask(features: Sequence[Any] | None, names: list[str]) -> np.ndarra
     return mask
 
 
+@x64
 def log_evidence(stats: Any, features: Sequence[Any] | None = None, prior: Any = None, *,
                  coef_names: Sequence[str] | None = None, model: str = "fixeds", **bridge_options: Any) -> float:
     """``log p(data | K)`` with the features ``K`` (names or indices; default all) and the
@@ -195,6 +197,7 @@ def _submodel_prior(pr: Any, mask: np.ndarray) -> Any:
     return Prior(m=np.asarray(pr.m) * keep, C=C, a=pr.a, b=pr.b, Lambda=np.asarray(pr.Lambda), kappa=pr.kappa)
 
 
+@x64
 def normalx_evidence(stats: Any, features: Sequence[Any] | None = None, prior: Any = None, *,
                      coef_names: Sequence[str] | None = None, num_samples: int = 1000, num_chains: int = 4,
                      num_warmup: int | None = None, seed: int = 0, **fit_options: Any) -> tuple[Any, Any]:
@@ -255,6 +258,7 @@ def _elpd_data(elpd_i: np.ndarray, p_i: np.ndarray, party_names: list[str]) -> A
     )
 
 
+@x64
 def compare(stats: Any, models: Mapping[str, Sequence[Any] | None] | None = None, prior: Any = None, *,
             model_prior: str = "uniform", coef_names: Sequence[str] | None = None, model: str = "fixeds",
             **bridge_options: Any) -> tuple[Any, dict[str, Any]]:
@@ -344,6 +348,7 @@ def _subset_name(mask: np.ndarray, names: list[str]) -> str:
     return "{" + ", ".join(names[k] for k in np.flatnonzero(mask)) + "}"
 
 
+@x64
 def inclusion(stats: Any, prior: Any = None, *, model_prior: str = "uniform",
               coef_names: Sequence[str] | None = None, method: str = "auto", num_sweeps: int = 200,
               seed: int = 0) -> Any:

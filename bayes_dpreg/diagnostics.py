@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+from .precision import x64
 from jax import Array
 
 __all__ = ["mmd2_unbiased", "median_bandwidth", "calibration", "ConvergenceWarning", "Convergence", "convergence",
@@ -44,6 +45,7 @@ def _kernel_sum(x: Array, y: Array, bandwidth: float, block: int) -> Array:
     return jax.lax.map(one, (xp, mask)).sum()
 
 
+@x64
 def mmd2_unbiased(x: Any, y: Any, bandwidth: float, block: int = 1024) -> float:
     """Unbiased squared MMD between samples ``x`` (m, d) and ``y`` (n, d), Gaussian kernel.
 
@@ -63,6 +65,7 @@ def mmd2_unbiased(x: Any, y: Any, bandwidth: float, block: int = 1024) -> float:
     return float(kxx + kyy - 2.0 * kxy)
 
 
+@x64
 def median_bandwidth(x: Any, y: Any, max_points: int = 2000, seed: int = 0) -> float:
     """The median heuristic: median pairwise distance in the pooled sample (subsampled)."""
     z = np.vstack([np.atleast_2d(x), np.atleast_2d(y)])
@@ -73,6 +76,7 @@ def median_bandwidth(x: Any, y: Any, max_points: int = 2000, seed: int = 0) -> f
     return float(np.median(d[np.triu_indices(z.shape[0], 1)]))
 
 
+@x64
 def calibration(idata: Any, reference: Any, *, bandwidth: float | None = None, thin: int = 50,
                 num_reference: int = 2000, seed: int = 0) -> float:
     """Squared MMD between ``idata``'s posterior of ``theta`` and a reference posterior.

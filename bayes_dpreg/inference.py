@@ -30,6 +30,7 @@ from .release import NoisyStats, as_stats_list, check_distinct, stack_stats, war
 from .samplers import DEFAULT_METHOD, SAMPLERS, Sampler
 from .samplers import get as get_sampler
 from .samplers.fast import fast_sigma2
+from .precision import x64
 
 __all__ = ["fit", "fast_sigma2", "METHODS", "resolve_prior", "NoiseWarning", "NOISE_TO_SIGNAL_MAX"]
 
@@ -89,6 +90,7 @@ def _positive_int(name: str, v: Any, minimum: int = 1) -> int:
     return int(v)
 
 
+@x64
 def fit(
     stats: NoisyStats | Sequence[NoisyStats],
     method: str | None = None,

@@ -26,6 +26,7 @@ from .samplers import get as get_sampler
 from .samplers.base import run_batched
 from .models import ModelData, prior_dists
 from .prior import ResolvedPrior
+from .precision import x64
 
 __all__ = ["SBCResult", "simulate_from_prior", "sbc", "uniformity_pvalue"]
 
@@ -79,6 +80,7 @@ def uniformity_pvalue(ranks: np.ndarray, num_draws: int, bins: int = 10) -> floa
     return float(chi2.sf(stat, bins - 1))
 
 
+@x64
 def sbc(
     key: Array,
     method: str,

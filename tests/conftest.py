@@ -3,7 +3,10 @@ from pathlib import Path
 
 import pytest
 
-import bayes_dpreg  # noqa: F401  (turns on float64 in JAX before any test uses it)
+import bayes_dpreg
+
+# the tests call low-level modules (kernels, closed forms) directly; the public API needs no such call
+bayes_dpreg.enable_x64()
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"

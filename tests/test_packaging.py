@@ -43,3 +43,48 @@ def test_import_loads_no_heavy_module():
             "'xarray', 'opendp', 'pyarrow', 'dask') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"imported at package import: {out}"
+
+
+def test_import_leaves_jax_32bit_and_the_api_computes_in_64bit():
+    """No side effect at import: the caller's JAX stays in 32-bit mode; fit and compare still
+    compute in float64 (under a context) and give the same answers as in a process that
+    called bayes_dpreg.enable_x64(); the low-level chain driver refuses 32-bit mode."""
+    code = """
+import sys, warnings, numpy as np, jax, jax.numpy as jnp
+import bayes_dpreg as bd
+GLOBAL = sys.argv[1] == "global"
+if GLOBAL:
+    bd.enable_x64()
+else:
+    assert not jax.config.jax_enable_x64, "import changed jax_enable_x64"
+rng = np.random.default_rng(0)
+X = rng.uniform(-1, 1, (600, 2)); y = np.clip(X @ [0.5, -0.2] + 0.1 * rng.standard_normal(600), -1, 1)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    stats = [bd.release(Xj, yj, epsilon=1.0, delta=1e-5, x_bound=1.5, y_bound=1.0, seed=[1, j], name=f"p{j}")
+             for j, (Xj, yj) in enumerate(bd.split_parties(X, y, 2))]
+    idata = bd.fit(stats, method="fast", seed=0)
+    table, _ = bd.compare(stats)
+theta = idata.posterior["theta"].values
+assert theta.dtype == np.float64
+if not GLOBAL:
+    assert not jax.config.jax_enable_x64, "fit left jax_enable_x64 on"
+    assert jnp.zeros(1).dtype == jnp.float32
+    from bayes_dpreg.samplers.base import run_chains
+    try:
+        run_chains(None, None, None, None, None, num_chains=1, num_warmup=1, num_samples=1)
+    except RuntimeError as exc:
+        assert "enable_x64" in str(exc)
+    else:
+        raise AssertionError("the chain driver ran in 32-bit mode")
+print(repr(float(theta.mean())), repr(float(table["log_evidence"].iloc[0])))
+"""
+    import subprocess
+    import sys
+
+    outs = []
+    for mode in ("scoped", "global"):
+        out = subprocess.run([sys.executable, "-c", code, mode], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-3000:]
+        outs.append(out.stdout.split())
+    assert outs[0] == outs[1]

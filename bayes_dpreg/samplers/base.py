@@ -31,6 +31,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array, lax
 
+from ..precision import require_x64
+
 __all__ = ["MethodResult", "ChainKernel", "Sampler", "run_chains", "run_batched", "CHUNK"]
 
 CHUNK = 100  # iterations per compiled call
@@ -135,6 +137,7 @@ def run_chains(kernel: ChainKernel, data: Any, pr: Any, settings: Any, key: Arra
                keep: Sequence[str] | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Run ``num_chains`` chains on one data set: draws and sample statistics, each
     ``(chain, draw, ...)``, after ``num_warmup`` iterations, every ``thin``-th."""
+    require_x64("the chain driver")
     total = num_warmup + num_samples * thin
     sizes = _chunks(total)
     keep_t = tuple(keep) if keep is not None else None
@@ -222,6 +225,7 @@ def run_batched(kernel: ChainKernel, data: Any, pr: Any, settings: Any, key: Arr
     all ``num_samples * thin`` post-warm-up iterations ``(R, chain, ...)``. ``batch``
     replications per compiled call (default: all). With one chain, replication ``r``'s chain
     starts from ``split(key, R)[r]`` itself."""
+    require_x64("the chain driver")
     R = jax.tree.leaves(data)[0].shape[0]
     batch = batch or R
     fn = _compiled_batch(kernel, settings, num_chains, num_warmup, num_samples, thin, tuple(keep))
