@@ -113,7 +113,7 @@ def _log_evidences(S: np.ndarray, z: np.ndarray, sz2: np.ndarray, weights: np.nd
 def _setup(stats: Any, prior: Any, coef_names: Sequence[str] | None = None
            ) -> tuple[Any, Any, list[str], list[str], np.ndarray, np.ndarray]:
     from .inference import _coef_names, _party_names, resolve_prior
-    from .models import fixeds_data, model_data
+    from .hierarchical import fixeds_data, model_data
     from .prior import prior_scales
     from .release import as_stats_list, check_distinct, stack_stats
 

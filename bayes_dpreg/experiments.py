@@ -10,7 +10,7 @@
 Every replication is one draw of the release noise (and, for simulated data, of the data).
 The MCMC methods run one chain per replication, all replications of a cell at once
 (``vmap`` of a ``lax.scan`` over the pure kernels of :mod:`bayes_dpreg.kernels` and
-:mod:`bayes_dpreg.bs`), ``num_iterations`` in all with the first half as warm-up, as in the
+:mod:`bayes_dpreg.bernstein_sheldon`), ``num_iterations`` in all with the first half as warm-up, as in the
 paper. ``calibration="as_published"`` reproduces the authors' (under-calibrated, not
 private) noise; ``"auto"`` is the correct analytic calibration. As in the paper, the bounds
 ``||X||`` and ``||Y||`` are the data's own maxima (not private; a real release declares them).
@@ -35,7 +35,7 @@ import numpy as np
 from .closed_form import adassp_estimate, adassp_ridge, fast_posterior, nig_posterior
 from .data import load_dataset, paper_scale_matrix, simulate, split_parties
 from .diagnostics import median_bandwidth, mmd2_unbiased
-from .models import model_data
+from .hierarchical import model_data
 from .prior import Prior, prior_scales
 from .privacy import ClippingWarning, NotPrivateWarning
 from .release import NoisyStats, release, release_adassp, release_bs, stack_stats

@@ -5,7 +5,7 @@ BlackJAX), so that chains, replications and parties can be vectorised with
 ``vmap``; :class:`NormalX` and :class:`FixedS` wrap them as
 ``numpyro.infer.mcmc.MCMCKernel`` for ``numpyro.infer.MCMC``.
 
-Every log-density comes from :mod:`bayes_dpreg.models` (the NumPyro
+Every log-density comes from :mod:`bayes_dpreg.hierarchical` (the NumPyro
 distributions of the model); ``theta``'s full conditional is
 :func:`bayes_dpreg.closed_form.theta_conditional` (eq. 12).
 
@@ -67,7 +67,7 @@ from numpyro.infer.mcmc import MCMCKernel
 
 from .closed_form import collapsed_log_lik, party_terms, theta_conditional
 from .linalg import nearest_psd, spd_inverse
-from .models import (
+from .hierarchical import (
     intercept_design,
     normalx_intercept_model,
     ModelData,
@@ -522,7 +522,7 @@ def normalx_step(state: NormalXState, data: ModelData, pr: ResolvedPrior, settin
 
 
 def fixeds_init(rng_key: Array, data: ModelData, pr: ResolvedPrior, settings: Settings = Settings()) -> FixedSState:
-    """``data.S_tilde`` must already hold the fixed ``nearestPSD(S~_j)`` (see ``models.fixeds_data``)."""
+    """``data.S_tilde`` must already hold the fixed ``nearestPSD(S~_j)`` (see ``hierarchical.fixeds_data``)."""
     d = data.z_tilde.shape[-1]
     k_s2, k_next = jax.random.split(rng_key)
     dtype = data.S_tilde.dtype
@@ -622,7 +622,7 @@ def intercept_init(data: ModelData) -> dict:
 def normalx_intercept_hmc(data: ModelData, pr: ResolvedPrior, *, gibbs_sigma_x: bool = False,
                           dense_mass: bool = True, target_accept_prob: float = 0.8, max_tree_depth: int = 10) -> Any:
     """``normalx-intercept``: NUTS within Gibbs on
-    :func:`~bayes_dpreg.models.normalx_intercept_model` (App. B.2). NUTS moves ``b_j``,
+    :func:`~bayes_dpreg.hierarchical.normalx_intercept_model` (App. B.2). NUTS moves ``b_j``,
     ``Sx_j``, ``mu_x``, ``sigma_y^2`` and ``Sigma_x``; ``theta`` is drawn from eq. (12) with
     ``S0_j = intercept_design(b_j, Sx_j)``. ``pr`` comes from :meth:`Prior.resolve_intercept`."""
     design = lambda h: intercept_design(h["b"], h["Sx"], data.n)

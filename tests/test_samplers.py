@@ -11,7 +11,7 @@ import bayes_dpreg as bd
 from bayes_dpreg import kernels
 from bayes_dpreg.closed_form import collapsed_log_lik, fast_posterior, party_terms, theta_conditional
 from bayes_dpreg.linalg import spd_inverse
-from bayes_dpreg.models import fixeds_model, log_target_S, normalx_model, prior_dists
+from bayes_dpreg.hierarchical import fixeds_model, log_target_S, normalx_model, prior_dists
 from bayes_dpreg.prior import Prior
 from bayes_dpreg.release import stack_stats
 from bayes_dpreg.sbc import sbc, simulate_from_prior
