@@ -128,8 +128,13 @@ def test_bs_under_heavy_noise_stays_finite_and_reports_floors():
 def test_bs_starts_and_stays_finite_on_a_near_singular_single_release():
     """Fig. 2's d = 5, J = 1, eps = 0.1 replication 0: starting from ``S~`` itself, theta's first
     draw was about 1e5 and the next CLT draw NaN (20 of 50 replications of that cell were NaN)."""
-    from bayes_dpreg import experiments as ex
+    import sys
+    from pathlib import Path
+
     from bayes_dpreg.bernstein_sheldon import bs_init, bs_step
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper"))  # the paper's runner, not in the wheel
+    import experiments as ex
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
