@@ -50,7 +50,7 @@ Algorithm 1 exactly), with the same stationary distribution:
   At n = 1e5, d = J = 5, eps = 1 (paper's simulation and prior; 5 seeds), the
   smallest bulk ESS of ``theta`` over 4 x 5000 draws is 946-1498 with max R-hat
   <= 1.01, against 6-28 and R-hat up to 1.67 for Algorithm 1 on 4 of the 5 seeds
-  (``benchmarks/convergence.py``, ``docs/results/convergence/table.md``).
+  (``studies/convergence.py``, ``docs/results/convergence/table.md``).
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ LEVEL_MOVES_MAX_D = 8
 def kernel_settings(options: dict[str, Any], d: int, num_warmup: int) -> tuple[Settings, dict[str, Any]]:
     """Split :class:`Settings` fields from other run options (``options`` is consumed).
     ``level_moves="auto"`` (default) turns the level moves on for ``d <= 8``: at d = 5 they
-    raise the ESS of theta 35-250x on ill-conditioned problems (``benchmarks/convergence.py``),
+    raise the ESS of theta 35-250x on ill-conditioned problems (``studies/convergence.py``),
     while at d = 10-20 each iteration costs 3-20x more and the adaptive proposal does not
     learn within a normal warm-up (``benchmarks/bench_samplers.py``)."""
     fields = {k: options.pop(k) for k in list(options) if k in Settings._fields and k != "num_warmup"}
