@@ -15,7 +15,7 @@ thread can end up waiting and the computation deadlocks, idle, for ever
 ``tests/test_runtime.py``). With one thread the kernels run inline; the
 samplers, which vectorise over parties, chains and replications, measured no
 slower (``benchmarks/bench_threads.py``). Parallelism across cores comes from
-separate processes (``bayes-dpreg reproduce --workers``).
+separate processes (``python paper/reproduce.py --workers``).
 """
 
 import os

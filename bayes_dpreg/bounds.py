@@ -18,7 +18,7 @@ only through the mechanism. The two queries are recorded in the ledger as one en
 Which quantile: with ``q`` the proposal clips about ``1 - q`` of the rows (a bias in
 ``S`` and ``z`` of that order in the tails) and cuts the noise sd by about
 ``(max norm / quantile)^2`` against bounds at the maximum.
-``python benchmarks/bounds_tradeoff.py`` draws the trade-off on real data
+``python studies/bounds_tradeoff.py`` draws the trade-off on real data
 (``docs/privacy.md``).
 """
 
@@ -80,7 +80,7 @@ def auto_quantile(n: int, epsilon: float) -> float:
     Every candidate above the data's maximum has the same quantile score, ``(1 - q) n``
     rows from the target, so the exponential mechanism's chance of returning one of the
     hundreds of them is small only when ``(1 - q) n eps_q`` is large (``eps_q = epsilon / 2``
-    per query). Measured (``python benchmarks/bounds_tradeoff.py``, which prints the
+    per query). Measured (``python studies/bounds_tradeoff.py``, which prints the
     table): a proposal above 1.5 times the maximum norm in 75-90% of draws at
     ``(1 - q) n eps_q = 20``, 7-18% at 40 and none of 40 at 80. ``n`` is public: every
     release records it."""

@@ -1,4 +1,6 @@
-"""Command line: ``bayes-dpreg {demo,bounds,release,budget,fit,compare,report,sigma,reproduce}``."""
+"""Command line: ``bayes-dpreg {demo,bounds,release,budget,fit,compare,report,sigma}``.
+
+The paper's experiments are not part of the library: ``python paper/reproduce.py`` in the repository."""
 
 from __future__ import annotations
 
@@ -276,43 +278,6 @@ def cmd_sigma(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_reproduce(args: argparse.Namespace) -> int:
-    from . import experiments as ex
-
-    command = "bayes-dpreg " + " ".join(sys.argv[1:]) if sys.argv[1:] else "bayes-dpreg reproduce " + args.figure
-    kw = dict(command=command, seed=args.seed)
-    out_dir = args.out or f"results/{args.figure}"
-    cals = args.calibration or (["as_published", "auto"] if args.figure == "table1" else ["auto"])
-    if args.reps is not None:
-        kw["reps"] = args.reps
-    if args.iterations is not None and args.figure != "fig3":
-        kw["num_iterations"] = args.iterations
-    if args.figure in ("fig2", "fig4", "coverage"):
-        if len(cals) != 1:
-            raise ValueError(f"{args.figure} takes one calibration, got {cals}")
-        kw["calibration"] = cals[0]
-    if args.methods is not None:
-        if args.figure == "fig3":
-            raise ValueError("--methods does not apply to fig3")
-        kw["methods"] = tuple(args.methods)
-    if args.prior is not None:
-        if args.figure not in ("coverage", "fig2", "fig4"):
-            raise ValueError("--prior applies to fig2, fig4 and the coverage study")
-        kw["prior"] = args.prior
-    if args.workers != 1:
-        if args.figure not in ("fig2", "fig4", "table1"):
-            raise ValueError("--workers applies to fig2, fig4 and table1 (fig3 times one process; coverage runs in one)")
-        if args.workers < 1:
-            raise ValueError(f"--workers must be >= 1, got {args.workers}")
-        kw["workers"] = args.workers
-    if args.figure == "table1":
-        kw["calibrations"] = tuple(cals)
-        kw["data_dir"] = args.data_dir
-    out = ex.REPRODUCE[args.figure](out_dir, **kw)
-    print(f"results written to {out}")
-    return 0
-
-
 def _methods() -> list[str]:
     from .samplers import SAMPLERS
 
@@ -418,25 +383,6 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--seed", type=int, default=None)
     f.add_argument("-o", "--output", default=None, help="write the InferenceData as netCDF")
     f.set_defaults(func=cmd_fit)
-
-    x = sub.add_parser("reproduce", help="run one of the paper's experiments (Sec. 5, App. D) or the coverage study")
-    x.add_argument("figure", choices=["fig2", "fig3", "fig4", "table1", "coverage"])
-    x.add_argument("--reps", type=int, default=None, help="replications per cell (default: the paper's 50)")
-    x.add_argument("--iterations", type=int, default=None, help="MCMC iterations, first half warm-up (default 1e4)")
-    x.add_argument("--out", default=None, help="output directory (default results/<figure>)")
-    x.add_argument("--calibration", nargs="+", default=None, choices=["auto", "joint", "split", "as_published"],
-                   help="'auto' (correct, default) or 'as_published' (the authors' noise, NOT private); "
-                        "table1 takes both (default: as_published auto)")
-    x.add_argument("--data-dir", default=None, help="directory of the real data sets (default ../shared/data)")
-    x.add_argument("--prior", default=None, choices=["matched", "paper"],
-                   help="fig2/fig4 (default 'paper') and coverage (default 'matched', under which the "
-                        "simulation's model holds)")
-    x.add_argument("--methods", nargs="+", default=None,
-                   choices=[m for m in _methods() if m != "normalx-intercept"] + ["naive"], help="subset of the methods")
-    x.add_argument("--workers", type=int, default=1,
-                   help="fig2/fig4/table1: processes that share the cells (one per core; results do not depend on it)")
-    x.add_argument("--seed", type=int, default=0)
-    x.set_defaults(func=cmd_reproduce)
 
     s = sub.add_parser("sigma", help="print noise calibrations")
     s.add_argument("--epsilon", type=float, nargs="+", default=[0.1, 1.0, 10.0])

@@ -47,7 +47,7 @@ import numpyro.distributions as dist
 
 from .closed_form import collapsed_log_lik, party_terms
 from .linalg import from_log_cholesky, log_cholesky, log_cholesky_log_jacobian, spd_inverse
-from .models import S_tilde_dist, log_marginal_S, upper
+from .hierarchical import S_tilde_dist, log_marginal_S, upper
 from .precision import x64
 
 __all__ = ["log_evidence", "normalx_evidence", "compare", "inclusion", "MAX_ENUMERATE_D"]
@@ -119,7 +119,7 @@ def _setup(stats: Any, prior: Any, coef_names: Sequence[str] | None = None
            ) -> tuple[Any, Any, list[str], list[str], np.ndarray, np.ndarray]:
     """``(resolved prior, fixed-S model data, coefficient names, party names, S, z~)``."""
     from .inference import _coef_names, _party_names, resolve_prior
-    from .models import fixeds_data, model_data
+    from .hierarchical import fixeds_data, model_data
     from .prior import prior_scales
     from .release import as_stats_list, check_distinct, stack_stats
 
@@ -213,7 +213,7 @@ def normalx_evidence(stats: Any, features: Sequence[Any] | None = None, prior: A
     (``error``), and the fit (for ``az.loo`` and diagnostics)."""
     from .bridge import bridge_sampling
     from .inference import fit
-    from .models import model_data
+    from .hierarchical import model_data
     from .release import as_stats_list, stack_stats
 
     pr, _, names, _, _, _ = _setup(stats, prior, coef_names)

@@ -13,7 +13,7 @@ Groups:
   ``epsilon``, ``delta`` per party;
 * ``log_likelihood``: ``z_tilde`` (``chain, draw, party``), the log density of each
   party's released ``z~_j`` given the draw, ``log N(z~_j; S_j theta, sigma_y^2 S_j +
-  sigma_z,j^2 I)`` (:func:`bayes_dpreg.models.z_dist`), with ``S_j`` the draw's latent
+  sigma_z,j^2 I)`` (:func:`bayes_dpreg.hierarchical.z_dist`), with ``S_j`` the draw's latent
   ``S_j`` where the method infers it and ``nearestPSD(S~_j)`` otherwise. One value per
   party: the natural unit of leave-one-out here (``az.loo``; for the normalX methods it is
   leave-one-party-out *given* the latent ``S_j``). The same observation model for every
@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .linalg import nearest_psd
-from .models import prior_dists, z_dist
+from .hierarchical import prior_dists, z_dist
 
 if TYPE_CHECKING:
     import arviz as az

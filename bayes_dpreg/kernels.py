@@ -5,7 +5,7 @@ BlackJAX), so that chains, replications and parties can be vectorised with
 ``vmap``; :class:`NormalX` and :class:`FixedS` wrap them as
 ``numpyro.infer.mcmc.MCMCKernel`` for ``numpyro.infer.MCMC``.
 
-Every log-density comes from :mod:`bayes_dpreg.models` (the NumPyro
+Every log-density comes from :mod:`bayes_dpreg.hierarchical` (the NumPyro
 distributions of the model); ``theta``'s full conditional is
 :func:`bayes_dpreg.closed_form.theta_conditional` (eq. 12).
 
@@ -50,7 +50,7 @@ Algorithm 1 exactly), with the same stationary distribution:
   At n = 1e5, d = J = 5, eps = 1 (paper's simulation and prior; 5 seeds), the
   smallest bulk ESS of ``theta`` over 4 x 5000 draws is 946-1498 with max R-hat
   <= 1.01, against 6-28 and R-hat up to 1.67 for Algorithm 1 on 4 of the 5 seeds
-  (``benchmarks/convergence.py``, ``docs/results/convergence/table.md``).
+  (``studies/convergence.py``, ``docs/results/convergence/table.md``).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ from numpyro.infer.mcmc import MCMCKernel
 
 from .closed_form import collapsed_log_lik, party_terms, theta_conditional
 from .linalg import from_log_cholesky, log_cholesky, nearest_psd, spd_inverse
-from .models import (
+from .hierarchical import (
     intercept_design,
     normalx_intercept_model,
     ModelData,
@@ -147,7 +147,7 @@ LEVEL_MOVES_MAX_D = 8
 def kernel_settings(options: dict[str, Any], d: int, num_warmup: int) -> tuple[Settings, dict[str, Any]]:
     """Split :class:`Settings` fields from other run options (``options`` is consumed).
     ``level_moves="auto"`` (default) turns the level moves on for ``d <= 8``: at d = 5 they
-    raise the ESS of theta 35-250x on ill-conditioned problems (``benchmarks/convergence.py``),
+    raise the ESS of theta 35-250x on ill-conditioned problems (``studies/convergence.py``),
     while at d = 10-20 each iteration costs 3-20x more and the adaptive proposal does not
     learn within a normal warm-up (``benchmarks/bench_samplers.py``)."""
     fields = {k: options.pop(k) for k in list(options) if k in Settings._fields and k != "num_warmup"}
@@ -510,7 +510,7 @@ def normalx_step(state: NormalXState, data: ModelData, pr: ResolvedPrior, settin
 
 
 def fixeds_init(rng_key: Array, data: ModelData, pr: ResolvedPrior, settings: Settings = Settings()) -> FixedSState:
-    """``data.S_tilde`` must already hold the fixed ``nearestPSD(S~_j)`` (see ``models.fixeds_data``)."""
+    """``data.S_tilde`` must already hold the fixed ``nearestPSD(S~_j)`` (see ``hierarchical.fixeds_data``)."""
     d = data.z_tilde.shape[-1]
     k_s2, k_next = jax.random.split(rng_key)
     dtype = data.S_tilde.dtype
@@ -610,7 +610,7 @@ def intercept_init(data: ModelData) -> dict:
 def normalx_intercept_hmc(data: ModelData, pr: ResolvedPrior, *, gibbs_sigma_x: bool = False,
                           dense_mass: bool = True, target_accept_prob: float = 0.8, max_tree_depth: int = 10) -> Any:
     """``normalx-intercept``: NUTS within Gibbs on
-    :func:`~bayes_dpreg.models.normalx_intercept_model` (App. B.2). NUTS moves ``b_j``,
+    :func:`~bayes_dpreg.hierarchical.normalx_intercept_model` (App. B.2). NUTS moves ``b_j``,
     ``Sx_j``, ``mu_x``, ``sigma_y^2`` and ``Sigma_x``; ``theta`` is drawn from eq. (12) with
     ``S0_j = intercept_design(b_j, Sx_j)``. ``pr`` comes from :meth:`Prior.resolve_intercept`."""
     design = lambda h: intercept_design(h["b"], h["Sx"], data.n)

@@ -24,7 +24,7 @@ from scipy.stats import chi2
 
 from .samplers import get as get_sampler
 from .samplers.base import run_batched
-from .models import ModelData, prior_dists
+from .hierarchical import ModelData, prior_dists
 from .prior import ResolvedPrior
 from .precision import x64
 

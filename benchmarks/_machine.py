@@ -1,5 +1,5 @@
-"""Machine description shared by the benchmark scripts (run as ``python benchmarks/<script>.py``,
-so this directory is on ``sys.path``)."""
+"""Machine description shared by the scripts of ``benchmarks/`` (run as ``python benchmarks/<script>.py``,
+so this directory is on ``sys.path``), ``paper/`` and ``studies/`` (which put it there)."""
 
 from __future__ import annotations
 

@@ -14,16 +14,19 @@ import argparse
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 CHILD = """
-import time, warnings
-from bayes_dpreg import experiments as ex
+import sys, time, warnings
+sys.path.insert(0, {paper!r})  # paper/experiments.py, the paper's batched runner (not in the wheel)
+import experiments as ex
 warnings.simplefilter("ignore")
 reps = ex.make_replicates(n=100_000, d=5, J=10, epsilon=1.0, reps=50, seed=0)
 t = time.perf_counter()
 ex.run_methods(reps, ["normalx"], num_iterations={iterations}, seed=0)
 print(f"{{time.perf_counter() - t:.1f}}")
 """
+PAPER = Path(__file__).resolve().parents[1] / "paper"
 
 
 def main() -> None:
@@ -35,7 +38,7 @@ def main() -> None:
     print("|---|---|")
     for nproc in ("1", str(os.cpu_count())):
         env = dict(os.environ, NPROC=nproc)
-        res = subprocess.run([sys.executable, "-c", CHILD.format(iterations=a.iterations)], env=env,
+        res = subprocess.run([sys.executable, "-c", CHILD.format(iterations=a.iterations, paper=str(PAPER))], env=env,
                              capture_output=True, text=True, check=True)
         print(f"| {nproc} | {res.stdout.strip()} |", flush=True)
 

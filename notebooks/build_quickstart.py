@@ -68,7 +68,7 @@ print(summary[["mean", "sd", "hdi_5%", "hdi_95%", "truth", "covered", "r_hat", "
 this one data set its intervals look similar, but the release noise is not negligible
 against the smallest eigenvalues of the released `S~_j` and it says so
 (`NoiseWarning`). Over many data sets such intervals undercover: the coverage study
-(`benchmarks/coverage.py`, results in `docs/results/coverage/`) measures how much."""),
+(`studies/coverage.py`, results in `docs/results/coverage/`) measures how much."""),
     ("code", """with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always", bd.NoiseWarning)
     fast = bd.fit(stats, "fast", coef_names=names)

@@ -18,7 +18,7 @@ import bayes_dpreg as bd
 from bayes_dpreg.bridge import bridge_sampling
 from bayes_dpreg.compare import compare, log_evidence, normalx_evidence
 from bayes_dpreg.linalg import from_log_cholesky, log_cholesky, log_cholesky_log_jacobian
-from bayes_dpreg.models import ModelData, fixeds_model, log_marginal_S, upper
+from bayes_dpreg.hierarchical import ModelData, fixeds_model, log_marginal_S, upper
 
 PRIOR = dict(m=0.0, C=0.5, a=2.0, b=0.05, Lambda=0.3, kappa=3.0)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import bayes_dpreg as bd
-from bayes_dpreg.models import intercept_design
+from bayes_dpreg.hierarchical import intercept_design
 from bayes_dpreg.privacy import calibrate
 from bayes_dpreg.release import average_rows
 

@@ -9,7 +9,7 @@ import pytest
 import bayes_dpreg as bd
 from bayes_dpreg import kernels
 from bayes_dpreg.closed_form import collapsed_log_lik, party_terms, theta_conditional
-from bayes_dpreg.models import prior_dists
+from bayes_dpreg.hierarchical import prior_dists
 from bayes_dpreg.prior import Prior
 from bayes_dpreg.samplers import normalx_nuts as nn
 from bayes_dpreg.sbc import sbc, simulate_from_prior

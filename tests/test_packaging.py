@@ -1,6 +1,9 @@
-"""What `pip install .` ships: every subpackage and the package data the code loads."""
+"""What `pip install .` ships: every subpackage and the package data the code loads, and nothing
+of the repository's scripts (paper/, studies/, benchmarks/)."""
 
 import fnmatch
+import pkgutil
+import re
 import tomllib
 from pathlib import Path
 
@@ -43,6 +46,51 @@ def test_import_loads_no_heavy_module():
             "'xarray', 'opendp', 'pyarrow', 'dask') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"imported at package import: {out}"
+
+
+SCRIPT_FOLDERS = ("paper", "studies", "benchmarks")
+
+
+def test_the_wheel_ships_the_library_and_no_paper_or_study_code():
+    """setuptools' discovery under the pyproject's patterns (what the wheel packs) finds only
+    ``bayes_dpreg`` and its subpackages; the paper's experiment runner is not among them."""
+    import setuptools
+
+    include = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
+    found = setuptools.find_namespace_packages(where=str(ROOT), include=include)
+    assert "bayes_dpreg" in found and all(p.split(".")[0] == "bayes_dpreg" for p in found), found
+    for folder in SCRIPT_FOLDERS:
+        assert (ROOT / folder).is_dir(), folder
+        assert not any(fnmatch.fnmatch(folder, pat) for pat in include), folder
+    assert (ROOT / "paper" / "experiments.py").exists()
+    assert not (ROOT / "bayes_dpreg" / "experiments.py").exists()
+    import bayes_dpreg
+
+    installed = {m.name.rsplit(".", 1)[-1] for m in pkgutil.walk_packages(bayes_dpreg.__path__, "bayes_dpreg.")}
+    paper = {p.stem for p in (ROOT / "paper").glob("*.py")}
+    assert {"experiments", "reproduce"} <= paper
+    assert "release" in installed and not installed & paper, installed & paper
+
+
+def test_the_library_imports_no_paper_study_or_benchmark_code():
+    modules = {p.stem for folder in SCRIPT_FOLDERS for p in (ROOT / folder).glob("*.py")} | set(SCRIPT_FOLDERS)
+    pattern = re.compile(r"^\s*(?:from|import)\s+(\w+)", re.M)
+    for py in (ROOT / "bayes_dpreg").rglob("*.py"):
+        src = py.read_text()
+        bad = sorted(set(pattern.findall(src)) & modules)
+        assert not bad, f"{py.relative_to(ROOT)} imports {bad}"
+        assert "sys.path" not in src, f"{py.relative_to(ROOT)} edits sys.path"
+
+
+def test_the_command_line_has_no_reproduce_subcommand(capsys):
+    """The paper's experiments run from the repository (``python paper/reproduce.py``), not ``bayes-dpreg``."""
+    import pytest
+
+    from bayes_dpreg.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "fig2"])
+    assert exc.value.code == 2 and "invalid choice: 'reproduce'" in capsys.readouterr().err
 
 
 def test_import_leaves_jax_32bit_and_the_api_computes_in_64bit():

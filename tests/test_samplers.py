@@ -11,7 +11,7 @@ import bayes_dpreg as bd
 from bayes_dpreg import kernels
 from bayes_dpreg.closed_form import collapsed_log_lik, fast_posterior, party_terms, theta_conditional
 from bayes_dpreg.linalg import spd_inverse
-from bayes_dpreg.models import fixeds_model, log_target_S, normalx_model, prior_dists
+from bayes_dpreg.hierarchical import fixeds_model, log_target_S, normalx_model, prior_dists
 from bayes_dpreg.prior import Prior
 from bayes_dpreg.release import stack_stats
 from bayes_dpreg.sbc import sbc, simulate_from_prior
@@ -106,7 +106,7 @@ def test_sbc_small(case):
     """SBC, d = 2, J = 2, n_j = 30, eps = 1 noise, 100-200 replications (vmapped). Fails on a wrong
     acceptance ratio: a missing Jacobian (level moves or log-sigma2 walk) or Hastings term
     gives p-values of 1e-16 to 1e-45 here (see the closing note of the sampler issue).
-    The full study (more replications and draws) is ``benchmarks/sbc.py``."""
+    The full study (more replications and draws) is ``studies/sbc.py``."""
     method, extra, reps, warmup, thin = SBC_CASES[case]
     sig = bd.calibrate(1.0, 1e-5, 1.0, 1.0).sigma_S
     res = sbc(jax.random.key(1), method, SBC_PRIOR.resolve(2), np.array([30, 30]), sig, sig, replications=reps,
@@ -243,7 +243,7 @@ def test_convergence_in_the_papers_setting():
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))
     from convergence import run
 
     idata, _, _ = run(seed=2, variant={})

@@ -1,6 +1,6 @@
 """``bs``: MCMC-B&S, Bernstein & Sheldon's (2019) CLT model of the sufficient statistics, J parties (App. C.1).
 
-The kernel is :func:`bayes_dpreg.bs.bs_step`; it needs statistics from
+The kernel is :func:`bayes_dpreg.bernstein_sheldon.bs_step`; it needs statistics from
 :func:`bayes_dpreg.release_bs` (noisy ``[upper(S), z, y^T y]``).
 """
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import jax
 
-from .. import bs
+from .. import bernstein_sheldon as bs
 from ..kernels import Settings
 from ..prior import ResolvedPrior
 from .base import ChainKernel, MethodResult, Sampler, run_chains

@@ -8,7 +8,7 @@ import jax
 import numpy as np
 
 from .. import kernels
-from ..models import ModelData, fixeds_data, fixeds_model, log_joint, model_data
+from ..hierarchical import ModelData, fixeds_data, fixeds_model, log_joint, model_data
 from ..prior import ResolvedPrior
 from .base import ChainKernel, MethodResult, Sampler, run_chains
 

@@ -1,7 +1,7 @@
 """``normalx-intercept``: MCMC-normalX with an intercept and non-centred normal features (App. B.2).
 
 NUTS within Gibbs (NumPyro's ``HMCGibbs``) on
-:func:`bayes_dpreg.models.normalx_intercept_model`: NUTS on the row means ``b_j``,
+:func:`bayes_dpreg.hierarchical.normalx_intercept_model`: NUTS on the row means ``b_j``,
 the centred scatters ``Sx_j ~ W(Sigma_x, n_j - 1)``, ``mu_x``, ``Sigma_x`` and
 ``log sigma_y^2``; ``theta`` (intercept first) from its exact conditional (eq. 12).
 Needs ``release(..., intercept=True)`` statistics.
@@ -16,7 +16,7 @@ import numpy as np
 from numpyro.infer import MCMC
 
 from ..kernels import normalx_intercept_hmc
-from ..models import model_data
+from ..hierarchical import model_data
 from ..prior import ResolvedPrior
 from .base import MethodResult, Sampler
 

@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 from .. import kernels
-from ..models import ModelData, log_joint, model_data, normalx_model
+from ..hierarchical import ModelData, log_joint, model_data, normalx_model
 from ..prior import ResolvedPrior
 from .base import ChainKernel, MethodResult, Sampler, run_chains
 

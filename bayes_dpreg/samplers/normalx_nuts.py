@@ -1,6 +1,6 @@
 r"""``normalx-nuts``: the model of MCMC-normalX (eq. 10) sampled by NUTS, non-centred, theta integrated out.
 
-The model is exactly :func:`bayes_dpreg.models.normalx_model`; only the sampler
+The model is exactly :func:`bayes_dpreg.hierarchical.normalx_model`; only the sampler
 differs from Algorithm 1. Three changes of variables make its posterior easy for
 the No-U-Turn sampler (NumPyro's implementation, :func:`numpyro.infer.hmc.hmc`):
 
@@ -33,7 +33,7 @@ the No-U-Turn sampler (NumPyro's implementation, :func:`numpyro.infer.hmc.hmc`):
   correlations the partial centring does not remove.
 
 The density NUTS sees is the model's log-density (``prior_dists``, ``S_prior_dist``,
-``S_tilde_dist`` from :mod:`bayes_dpreg.models`; the collapsed ``z~`` likelihood from
+``S_tilde_dist`` from :mod:`bayes_dpreg.hierarchical`; the collapsed ``z~`` likelihood from
 :mod:`bayes_dpreg.closed_form`) plus the log-Jacobian of ``(v, c, log sigma_y^2) ->
 (Sigma_x, S, sigma_y^2)``, simplified in closed form in :func:`log_density`:
 
@@ -60,7 +60,7 @@ from numpyro.infer.hmc import hmc
 from ..closed_form import collapsed_log_lik, party_terms, theta_conditional
 from ..kernels import pooled_covariance
 from ..linalg import from_log_cholesky, log_cholesky, nearest_psd, spd_inverse
-from ..models import ModelData, S_tilde_dist, model_data, prior_dists, upper
+from ..hierarchical import ModelData, S_tilde_dist, model_data, prior_dists, upper
 from ..prior import ResolvedPrior
 from .base import ChainKernel, MethodResult, Sampler, run_chains
 
@@ -157,7 +157,7 @@ def unpack(z: dict, data: ModelData, ref: Reference) -> tuple[Array, Array, Arra
 def log_density(z: dict, data: ModelData, pr: ResolvedPrior, ref: Reference) -> Array:
     r"""Log-density of the unconstrained coordinates (theta integrated out), up to a constant.
 
-    The model's factors (:mod:`bayes_dpreg.models`) and the log-Jacobian (module docstring)
+    The model's factors (:mod:`bayes_dpreg.hierarchical`) and the log-Jacobian (module docstring)
     combine into closed forms: with ``W_j = R_j R_j^T``, ``W(S_j; Sigma_x, n_j)`` times
     ``|dS_j/dW_j| = |L|^{d+1}`` is ``W(W_j; I, n_j)``, which with its Bartlett Jacobian is
     ``sum_i (n_j - i) log R_j,ii - ||R_j||_F^2 / 2`` (``i = 0..d-1``); ``IW(Sigma_x; Lambda,

@@ -1,8 +1,8 @@
 """Is the default's miscalibration on the paper's simulation the sampler or the posterior?
 
-    python benchmarks/paper_cell_probe.py [--reps 2 3 5]
+    python paper/paper_cell_probe.py [--reps 2 3 5]
 
-The paper's simulation cell of ``benchmarks/coverage.py`` (d = 5, J = 5, n = 1e5, eps = 1,
+The paper's simulation cell of ``studies/coverage.py`` (d = 5, J = 5, n = 1e5, eps = 1,
 seed 2026), replications 2, 3 and 5 (among the first six, those with the largest error of
 ``normalx-nuts``'s posterior mean): each is fitted by ``normalx-nuts`` (4 x (500 + 500)), by the
 Metropolis ``normalx`` (4 x (2000 + 2000)), two different samplers of the same posterior,
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import coverage as cov  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))
+import coverage as cov  # noqa: E402  (studies/coverage.py)
 
 CELL = dict(id="paper-d5-J5-eps1", suite="paper", d=5, J=5, eps=1.0, n=100_000, prior="default")
 

@@ -1,6 +1,6 @@
 """Choosing the declared bounds: release noise against clipping bias, and the DP bound proposal's reliability.
 
-    python benchmarks/bounds_tradeoff.py [--reps 30] [--data-dir ../shared/data] [--out docs/results/bounds]
+    python studies/bounds_tradeoff.py [--reps 30] [--data-dir ../shared/data] [--out docs/results/bounds]
 
 1. **Trade-off** (real data: power plant and bike sharing from ``../shared/data``, their own
    response, J = 5 parties of consecutive rows, eps = 1, delta = 1e-5): for bounds at
@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import cpu_model  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from _machine import cpu_model  # noqa: E402  (benchmarks/_machine.py)
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = {"power_plant": "power_plant_energy.csv", "bike_sharing": "bike_sharing.csv"}
@@ -141,7 +141,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     _figure(rows, out / "bounds_tradeoff.png")
-    lines = [f"command: `python benchmarks/bounds_tradeoff.py --reps {args.reps}` ({time.perf_counter() - t0:.0f} s, "
+    lines = [f"command: `python studies/bounds_tradeoff.py --reps {args.reps}` ({time.perf_counter() - t0:.0f} s, "
              f"{cpu_model()})\n",
              f"Error of `fixeds`' posterior mean against the non-private OLS fit, J = {J}, eps = {EPS:g}, "
              f"{args.reps} releases per bound; clipping bias = OLS of the clipped rows, no noise.\n",

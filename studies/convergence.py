@@ -1,6 +1,6 @@
 """Convergence of MCMC-normalX on the paper's simulation: n = 1e5, d = 5, J = 5, eps = 1.
 
-    python benchmarks/convergence.py [--seeds 1 2 3 4 5] [--out docs/results/convergence]
+    python studies/convergence.py [--seeds 1 2 3 4 5] [--out docs/results/convergence]
 
 Data from the paper's generative model (Sigma_x ~ IW(V^T V, d + 1)), bounds set to the
 data's maxima as in the paper, delta = 1/n, the paper's prior (a = 20, b = 0.5, C = 38 I,
@@ -69,7 +69,7 @@ def main() -> None:
                 plt.close("all")
     table = "\n".join(lines)
     (out / "table.md").write_text(
-        "Command: `python benchmarks/convergence.py --seeds " + " ".join(map(str, args.seeds)) + "`\n\n"
+        "Command: `python studies/convergence.py --seeds " + " ".join(map(str, args.seeds)) + "`\n\n"
         "n = 1e5, d = 5, J = 5, eps = 1, delta = 1/n; 4 chains x (1000 warm-up + 5000 draws); "
         "pass = max R-hat <= 1.01 and min bulk ESS >= 400 over theta.\n\n" + table + "\n")
     print(table)

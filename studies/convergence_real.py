@@ -1,6 +1,6 @@
 """Convergence on real features: the Metropolis normalX sampler against normalx-nuts.
 
-    python benchmarks/convergence_real.py [--data bike_sharing] [--seeds 1 2 3] [--out docs/results/convergence]
+    python studies/convergence_real.py [--data bike_sharing] [--seeds 1 2 3] [--out docs/results/convergence]
 
 Bike sharing (d = 14) or power plant (d = 4) training rows in J = 5 consecutive blocks,
 ``theta ~ N(0, 0.2^2 I)``, ``sigma_y^2 ~ IG(3, 0.02)``, eps = 1, bounds at the data maxima,
@@ -48,7 +48,7 @@ def main() -> None:
     args = ap.parse_args()
     cell = dict(id=f"real-{args.data}-blocks-default-tau0.2", suite="real", data=args.data, split="blocks", J=5,
                 eps=1.0, tau=0.2, prior="default")
-    lines = [f"command: `python benchmarks/convergence_real.py --data {args.data} --seeds "
+    lines = [f"command: `python studies/convergence_real.py --data {args.data} --seeds "
              f"{' '.join(map(str, args.seeds))}`\n",
              "| seed | sampler | theta: max R-hat / min ESS | sigma2 | eigenvalues of Sigma_x | wall (s) |",
              "|---|---|---|---|---|---|"]

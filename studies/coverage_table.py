@@ -1,8 +1,8 @@
 """The README's method table: ranges over the cells of the committed coverage studies.
 
-    python benchmarks/coverage_table.py [--dir docs/results/coverage]
+    python studies/coverage_table.py [--dir docs/results/coverage]
 
-Reads ``coverage_{suite}.csv`` (written by ``benchmarks/coverage.py``) for the ``small``
+Reads ``coverage_{suite}.csv`` (written by ``studies/coverage.py``) for the ``small``
 and ``real`` suites and prints, per group of cells and method, the range over cells of
 the 50% and 90% coverage, of the RMSE of the posterior mean relative to ``fixeds`` on
 the same replications, the largest fraction of fits with R-hat > 1.01 or a divergent

@@ -1,6 +1,6 @@
 """Which features matter on the bundled power-plant data, from one DP release: model comparison and inclusion.
 
-    python benchmarks/compare_power_plant.py [--eps 0.3 1 10] [--parties 5] [--seed 0]
+    python studies/compare_power_plant.py [--eps 0.3 1 10] [--parties 5] [--seed 0]
 
 The demo's setting (``bayes-dpreg demo``: 7,654 training rows split into J parties,
 bounds ``||x|| <= 4``, ``|y| <= 1``, delta = 1e-5), released at each eps (seeded: a
@@ -38,7 +38,7 @@ def main() -> None:
     beta, res, *_ = np.linalg.lstsq(X, y, rcond=None)
     s2 = float(res[0]) / (len(y) - X.shape[1])
     tstat = beta / np.sqrt(s2 * np.diag(np.linalg.inv(X.T @ X)))
-    lines = [f"command: `python benchmarks/compare_power_plant.py --eps {' '.join(f'{e:g}' for e in args.eps)} "
+    lines = [f"command: `python studies/compare_power_plant.py --eps {' '.join(f'{e:g}' for e in args.eps)} "
              f"--parties {args.parties} --seed {args.seed}`\n",
              "Non-private OLS on all rows: " + ", ".join(f"{n} {b:.3f} (t = {t:.1f})"
                                                          for n, b, t in zip(names, beta, tstat)) + "\n"]

@@ -1,6 +1,6 @@
 """Which scale for the default prior on theta? Coverage and error of four rules on the same replications.
 
-    python benchmarks/prior_scale.py [--reps 30] [--workers 2] [--out docs/results/coverage]
+    python studies/prior_scale.py [--reps 30] [--workers 2] [--out docs/results/coverage]
 
 Rules for ``theta_k ~ N(0, s_k^2)`` (everything else as in ``Prior()``):
 
@@ -9,7 +9,7 @@ Rules for ``theta_k ~ N(0, s_k^2)`` (everything else as in ``Prior()``):
 * ``auto-wide``: ``s_k = y_bound / sqrt(d E[x_k^2])``;
 * ``vague``: ``s = sqrt(10)`` (the package's earlier default, ``C = 10 I``).
 
-Cells (``benchmarks/coverage.py``'s replications, seed 2026): the paper's simulation
+Cells (``studies/coverage.py``'s replications, seed 2026): the paper's simulation
 (d = 5, J = 5, eps = 1: features on very different scales, ``theta ~ N(0, I)``), and power
 plant and bike sharing in J = 5 blocks with ``theta ~ N(0, 0.2^2 I)``. Methods
 ``normalx-nuts`` and ``fixeds``. Writes ``prior_scale.md``/``.csv`` under ``--out``.
@@ -94,7 +94,7 @@ def main() -> None:
         w = csv.DictWriter(f, fieldnames=list(summary[0]))
         w.writeheader()
         w.writerows(summary)
-    lines = [f"command: `python benchmarks/prior_scale.py --reps {args.reps}` (seed {args.seed}; "
+    lines = [f"command: `python studies/prior_scale.py --reps {args.reps}` (seed {args.seed}; "
              f"{time.perf_counter() - t0:.0f} s with {args.workers} workers)\n",
              "| cell | prior rule | method | 90% coverage | RMSE | RMSE of 0 | mean prior sd | not converged |",
              "|---|---|---|---|---|---|---|---|"]

@@ -1,19 +1,22 @@
 """Does Table 1 depend on the number of iterations? One cell, the first ``--reps`` noise draws
-of ``reproduce table1`` (same seeds), 2000 and 1e4 iterations (first half warm-up), two chain
+of ``paper/reproduce.py table1`` (same seeds), 2000 and 1e4 iterations (first half warm-up), two chain
 seeds each: mean test MSE and the first five replications.
 
-    python benchmarks/table1_iterations.py bike_sharing 5 bs [--reps 10] [--calibration as_published]
+    python paper/table1_iterations.py bike_sharing 5 bs [--reps 10] [--calibration as_published]
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
-from bayes_dpreg import experiments as ex
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import experiments as ex  # noqa: E402  (paper/experiments.py: the paper's runner, not in the wheel)
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Miao, Ding & Wu matrix masking: Table VI reproduction and an n = 1e6 masked OLS timing.
 
-    OMP_NUM_THREADS=1 python benchmarks/multiparty_masking.py [--reps 100] [--seed 2024]
+    OMP_NUM_THREADS=1 python paper/multiparty_masking.py [--reps 100] [--seed 2024]
 
 (a) Table VI (Sec. VII-B): n = 1e4, p = 500, X ~ N(0, I), beta's first 100 entries
     +-b_j with b_j ~ N(2, 1) and random signs, the other 400 zero, y = X beta (no
@@ -175,7 +175,7 @@ def main() -> None:
                 break
     except OSError:
         pass
-    cmd = "OMP_NUM_THREADS=1 python benchmarks/multiparty_masking.py " + " ".join(sys.argv[1:])
+    cmd = "OMP_NUM_THREADS=1 python paper/multiparty_masking.py " + " ".join(sys.argv[1:])
     out = [
         "# Miao, Ding & Wu matrix masking: Table VI and an n = 1e6 masked OLS",
         "",

@@ -5,7 +5,7 @@ Each party releases ``ss~_j = [upper(S~_j), z~_j, u~_j] = ss_j + sigma_j N(0, I_
 NIG(a0, b0, m, Lambda0)`` (``theta | sigma^2 ~ N(m, sigma^2 Lambda0^{-1})``), ``Sigma_x ~
 IW(Lambda, kappa)``, rows ``x ~ N(0, Sigma_x)``, and by the central limit theorem
 ``ss_j | theta, sigma^2, Sigma_x ~ N(n_j mu(.), n_j Sigma(.))`` with the one-row moments of
-:func:`bayes_dpreg.bs_moments.ss_moments` (fourth moments of ``N(0, Sigma_x)``; cost
+:func:`bayes_dpreg.bernstein_sheldon_moments.ss_moments` (fourth moments of ``N(0, Sigma_x)``; cost
 ``O(D^3) = O(d^6)`` per party and iteration). One Gibbs iteration:
 
 1. for all parties at once, ``ss_j ~ N(mu_post, Sigma_post)`` with
@@ -37,11 +37,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from .bs_moments import ss_moments, ss_vector
+from .bernstein_sheldon_moments import ss_moments, ss_vector
 from .closed_form import nig_posterior
 from .kernels import Settings, _PureKernel, pooled_covariance
 from .linalg import nearest_psd_and_min_eig, symmetrize
-from .models import sigma_x_conditional
+from .hierarchical import sigma_x_conditional
 from .prior import ResolvedPrior
 
 __all__ = ["BSData", "BSState", "bs_data", "bs_init", "bs_step", "BS", "unpack_ss", "ss_conditional"]
@@ -69,7 +69,7 @@ def bs_data(S_tilde: Array, z_tilde: Array, u_tilde: Array, n: Array, sigma: Arr
 
 
 def unpack_ss(ss: Array, d: int) -> tuple[Array, Array, Array]:
-    """``[upper(S), z, u] -> (S, z, u)`` (inverse of :func:`~bayes_dpreg.bs_moments.ss_vector`)."""
+    """``[upper(S), z, u] -> (S, z, u)`` (inverse of :func:`~bayes_dpreg.bernstein_sheldon_moments.ss_vector`)."""
     p = d * (d + 1) // 2
     iu = np.triu_indices(d)
     S = jnp.zeros(ss.shape[:-1] + (d, d), ss.dtype).at[..., iu[0], iu[1]].set(ss[..., :p])

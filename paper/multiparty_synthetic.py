@@ -1,6 +1,6 @@
 """Su & Liu (2020), Experiments 1 and 2: when does merged DP synthetic data beat a party's own data?
 
-    OMP_NUM_THREADS=1 python benchmarks/multiparty_synthetic.py [--reps 200] [--boot 400]
+    OMP_NUM_THREADS=1 python paper/multiparty_synthetic.py [--reps 200] [--boot 400]
 
 Setup (paper, Table I; Sec. IV): every party sanitises its histogram at the same eps
 (Laplace, ``max(n + Lap(1/eps), 0)``, uniform draws within bins), the synthetic data are
@@ -384,7 +384,7 @@ def main() -> None:
     machine = (f"{platform.machine()} {platform.processor() or ''}".strip()
                + f", {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
                f"Python {platform.python_version()}, NumPy {np.__version__}")
-    cmd = "OMP_NUM_THREADS=1 python benchmarks/multiparty_synthetic.py " + " ".join(sys.argv[1:])
+    cmd = "OMP_NUM_THREADS=1 python paper/multiparty_synthetic.py " + " ".join(sys.argv[1:])
     md = [
         "# Su & Liu (2020): merged DP synthetic data vs a party's own data (Experiments 1 and 2)",
         "",

@@ -1,6 +1,6 @@
 """Wu et al. (2022), Table 1, Insurance and Bike rows: test MSE of OLS, DGM, RMGM and BGM.
 
-    OMP_NUM_THREADS=1 python benchmarks/multiparty_vertical.py [--reps-insurance 200] [--reps-bike 30]
+    OMP_NUM_THREADS=1 python paper/multiparty_vertical.py [--reps-insurance 200] [--reps-bike 30]
 
 For each repetition: a fresh random 4:1 train/test split, the attributes (features, then
 the label) split evenly over m = 5 parties, one DGM/BGM release and, for every k in
@@ -25,9 +25,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _machine import cpu_model
 
 from bayes_dpreg.multiparty import vertical as V
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from _machine import cpu_model  # noqa: E402  (benchmarks/_machine.py)
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -150,7 +152,7 @@ def main() -> None:
         n_train = int(np.floor(0.8 * data.D.shape[0]))
         stats[name] = f"n = {n_train}, d = {data.D.shape[1] - 1}, m = {M_PARTIES}, {reps[name]} reps"
     wall = time.perf_counter() - t0
-    cmd = "OMP_NUM_THREADS=1 python benchmarks/multiparty_vertical.py " + " ".join(sys.argv[1:])
+    cmd = "OMP_NUM_THREADS=1 python paper/multiparty_vertical.py " + " ".join(sys.argv[1:])
     machine = (f"{cpu_model()}, {os.cpu_count()} CPUs (shared with other jobs), "
                f"Python {platform.python_version()}, NumPy {np.__version__}, OMP_NUM_THREADS="
                f"{os.environ.get('OMP_NUM_THREADS', 'unset')}")

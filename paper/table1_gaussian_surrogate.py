@@ -6,7 +6,7 @@ release then uses the surrogate's own bounds (as the paper's procedure does) and
 calibration, J consecutive parties and seeds. If normalX matches fixedS on the surrogate but
 not on the data, the Gaussian-feature model (``S_j ~ W(Sigma_x, n_j)``) is what fails.
 
-    python benchmarks/table1_gaussian_surrogate.py [--dataset bike_sharing] [--J 5] [--reps 10] [--level-moves on]
+    python paper/table1_gaussian_surrogate.py [--dataset bike_sharing] [--J 5] [--reps 10] [--level-moves on]
 
 ``--level-moves on`` runs normalX with its level moves at any d (the default turns them off above
 d = 8).
@@ -15,13 +15,16 @@ d = 8).
 from __future__ import annotations
 
 import argparse
+import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-from bayes_dpreg import experiments as ex
 from bayes_dpreg.data import load_dataset
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import experiments as ex  # noqa: E402  (paper/experiments.py: the paper's runner, not in the wheel)
 
 
 def surrogate(X: np.ndarray, y: np.ndarray, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -43,7 +46,7 @@ def main() -> None:
     a = p.parse_args()
     options = {"normalx": {"level_moves": True}} if a.level_moves == "on" else None
     warnings.simplefilter("ignore")
-    ds = load_dataset(Path(a.data_dir or ex._default_data_dir()) / ex.DATASET_FILES[a.dataset], name=a.dataset)
+    ds = load_dataset(Path(a.data_dir or ex.default_data_dir()) / ex.DATASET_FILES[a.dataset], name=a.dataset)
     rng = np.random.default_rng(0)
     Xg, yg = surrogate(ds.X_train, ds.y_train, len(ds.X_train), rng)
     Xt, yt = surrogate(ds.X_train, ds.y_train, len(ds.X_test), rng)

@@ -1,6 +1,6 @@
 """Coverage of credible intervals and error of the posterior mean, for every method, through ``bayes_dpreg.fit``.
 
-    python benchmarks/coverage.py --suite paper|small|real [--reps 200] [--workers 2]
+    python studies/coverage.py --suite paper|small|real [--reps 200] [--workers 2]
         [--methods normalx-nuts fixeds ...] [--cells ID ...] [--out docs/results/coverage]
 
 Every replication redraws the truth (where it is random), the data (where simulated) and
@@ -328,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         missing = [r for r in range(args.reps) if any((c["id"], r, m) not in done for m in methods)]
         for i in range(0, len(missing), args.chunk):
             tasks.append((c, missing[i:i + args.chunk]))
-    command = "python benchmarks/coverage.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python studies/coverage.py " + " ".join(sys.argv[1:] if argv is None else argv)
     header = (f"# Coverage, suite `{args.suite}`\n\ncommand: `{command}`\n\nmachine: {_machine()}\n\n"
               f"Coverage: mean over replications of the fraction of coefficients inside the central interval, "
               f"± Monte-Carlo standard error. RMSE: root mean squared error of the posterior mean per coefficient "

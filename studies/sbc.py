@@ -1,6 +1,6 @@
 """Full simulation-based calibration study of the samplers (Talts et al. 2018).
 
-    python benchmarks/sbc.py [--reps 500] [--nuts-reps 500] [--out docs/results/sbc]
+    python studies/sbc.py [--reps 500] [--nuts-reps 500] [--out docs/results/sbc]
 
 d = 2, J = 2, n_j = 30, release noise of eps = 1, delta = 1e-5 with bounds 1 (sigma = 7.91);
 prior theta ~ N(0, I), sigma2 ~ IG(3, 2), Sigma_x ~ IW(3 I, 6). For each sampler: rank of
@@ -61,7 +61,7 @@ def main() -> None:
     table = "\n".join(lines)
     print("\nchi-square p-values of rank uniformity (10 bins):\n" + table)
     (out / "pvalues.md").write_text(
-        f"Command: `python benchmarks/sbc.py --reps {args.reps} --nuts-reps {args.nuts_reps} --thin {args.thin}` "
+        f"Command: `python studies/sbc.py --reps {args.reps} --nuts-reps {args.nuts_reps} --thin {args.thin}` "
         f"(seed {args.seed})\n\n{table}\n")
     import matplotlib
 

@@ -1,13 +1,20 @@
-"""The experiment runner on tiny settings: structure, agreement with fit(), and CLI errors."""
+"""The paper's experiment runner (``paper/experiments.py``, not in the wheel) on tiny settings:
+structure, agreement with fit(), and the errors of ``paper/reproduce.py``."""
 
 import csv
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import bayes_dpreg as bd
-from bayes_dpreg import experiments as ex
-from bayes_dpreg.cli import main
+
+PAPER = Path(__file__).resolve().parents[1] / "paper"
+if str(PAPER) not in sys.path:
+    sys.path.insert(0, str(PAPER))
+import experiments as ex  # noqa: E402
+from reproduce import main  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +81,7 @@ def test_coverage_table(tmp_path):
 
 
 def test_reproduce_cli_rejects_two_calibrations_for_fig2(tmp_path, capsys):
-    assert main(["reproduce", "fig2", "--calibration", "auto", "as_published", "--out", str(tmp_path)]) == 2
+    assert main(["fig2", "--calibration", "auto", "as_published", "--out", str(tmp_path)]) == 2
     assert "one calibration" in capsys.readouterr().err
 
 
@@ -102,7 +109,7 @@ def test_fig2_workers_give_the_same_results_as_one_process(tmp_path):
 
 
 def test_reproduce_cli_rejects_workers_for_fig3(tmp_path, capsys):
-    assert main(["reproduce", "fig3", "--workers", "2", "--out", str(tmp_path)]) == 2
+    assert main(["fig3", "--workers", "2", "--out", str(tmp_path)]) == 2
     assert "--workers" in capsys.readouterr().err
 
 
@@ -114,4 +121,17 @@ def test_fig2_with_the_matched_prior_uses_it(tmp_path, monkeypatch):
             methods=("fast",), mmd=False, prior="matched", log=lambda *_: None)
     assert seen == [ex.matched_prior]
     assert "matched prior" in (tmp_path / "run.md").read_text()
-    assert main(["reproduce", "fig3", "--prior", "matched", "--out", str(tmp_path)]) == 2
+    assert main(["fig3", "--prior", "matched", "--out", str(tmp_path)]) == 2
+
+
+def test_the_data_directory_comes_from_the_environment_or_the_repository_not_the_cwd(tmp_path, monkeypatch,
+                                                                                       shared_data):
+    monkeypatch.delenv(ex.DATA_DIR_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert ex.default_data_dir() == shared_data
+    rr, ds = ex.real_replicates("power_plant", 1, reps=1, calibration="auto", seed=0)
+    assert len(rr) == 1 and ds.X_train.shape[1] == 4
+    monkeypatch.setenv(ex.DATA_DIR_ENV, str(tmp_path))
+    assert ex.default_data_dir() == tmp_path
+    with pytest.raises(FileNotFoundError):
+        ex.real_replicates("power_plant", 1, reps=1, calibration="auto", seed=0)

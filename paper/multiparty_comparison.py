@@ -1,6 +1,6 @@
 """One comparison on real data: SSP + Bayes (ours) vs Su & Liu merged synthetic data vs Wu et al. RMGM.
 
-    nice -n 19 env OMP_NUM_THREADS=1 python benchmarks/multiparty_comparison.py [--reps 20]
+    nice -n 19 env OMP_NUM_THREADS=1 python paper/multiparty_comparison.py [--reps 20]
 
 Data: the UCI Combined Cycle Power Plant set bundled with the package
 (:func:`bayes_dpreg.load_power_plant`: features z-scored, y centred and scaled to [-1, 1]
@@ -47,12 +47,14 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from _machine import cpu_model
 
 import bayes_dpreg as bd
 from bayes_dpreg.multiparty import synthetic as SL
 from bayes_dpreg.multiparty import vertical as V
 from bayes_dpreg.privacy import ClippingWarning
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from _machine import cpu_model  # noqa: E402  (benchmarks/_machine.py)
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "docs" / "results" / "multiparty" / "comparison"
@@ -244,7 +246,7 @@ def main() -> None:
 
     tab = table(res, ols)
     print(tab)
-    cmd = "nice -n 19 env OMP_NUM_THREADS=1 python benchmarks/multiparty_comparison.py " + " ".join(sys.argv[1:])
+    cmd = "nice -n 19 env OMP_NUM_THREADS=1 python paper/multiparty_comparison.py " + " ".join(sys.argv[1:])
     machine = (f"{cpu_model()}, {os.cpu_count()} CPUs (shared with another long job, run at nice 19), "
                f"Python {platform.python_version()}, NumPy {np.__version__}, "
                f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")

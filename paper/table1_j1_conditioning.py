@@ -1,21 +1,25 @@
 """Why J = 1 is worse than J = 5 on bike sharing and air quality (Table 1, eps = 1).
 
-For each data set and J, over the first ``--reps`` noise draws of ``reproduce table1`` (same
+For each data set and J, over the first ``--reps`` noise draws of ``paper/reproduce.py table1`` (same
 seeds): the smallest eigenvalues of the true ``S = X^T X`` and of the fixed ``sum_j
 nearestPSD(S~_j)`` that MCMC-fixedS and Bayes-fixedS-fast use, and fast's test MSE.
 
-    python benchmarks/table1_j1_conditioning.py [--calibration as_published] [--reps 4]
+    python paper/table1_j1_conditioning.py [--calibration as_published] [--reps 4]
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 
-from bayes_dpreg import experiments as ex
 from bayes_dpreg.linalg import nearest_psd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import experiments as ex  # noqa: E402  (paper/experiments.py: the paper's runner, not in the wheel)
 
 
 def main() -> None:

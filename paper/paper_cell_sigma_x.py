@@ -1,8 +1,8 @@
 """Why the default misses on the paper's simulation: the prior of Sigma_x, not the sampler or theta's prior.
 
-    python benchmarks/paper_cell_sigma_x.py [--reps 20] [--workers 2] [--out docs/results/coverage]
+    python paper/paper_cell_sigma_x.py [--reps 20] [--workers 2] [--out docs/results/coverage]
 
-The paper's simulation cell of ``benchmarks/coverage.py`` (d = 5, J = 5, n = 1e5, eps = 1,
+The paper's simulation cell of ``studies/coverage.py`` (d = 5, J = 5, n = 1e5, eps = 1,
 seed 2026): ``Sigma_x ~ IW(V^T V, d + 1)`` with ``V`` a 5 x 5 standard normal matrix, so the
 features are nearly collinear (smallest eigenvalue of ``X^T X / n`` 6e-4-9e-3 against
 ``sigma_S / n_j`` of 0.2-0.35), and ``theta ~ N(0, I)``. ``normalx-nuts`` is fitted on the
@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import coverage as cov  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))
+import coverage as cov  # noqa: E402  (studies/coverage.py)
 
 CELL = dict(id="paper-d5-J5-eps1", suite="paper", d=5, J=5, eps=1.0, n=100_000, prior="default")
 VARIANTS = ("default", "matched", "matched Sigma_x", "matched theta", "pooled", "diag / 10")
@@ -79,7 +79,7 @@ def main() -> None:
         futs = [pool.submit(run, list(range(i, min(i + 2, args.reps))), args.data_dir) for i in range(0, args.reps, 2)]
         for f in concurrent.futures.as_completed(futs):
             rows += f.result()
-    lines = [f"command: `python benchmarks/paper_cell_sigma_x.py --reps {args.reps}` (seed {SEED}; "
+    lines = [f"command: `python paper/paper_cell_sigma_x.py --reps {args.reps}` (seed {SEED}; "
              f"{time.perf_counter() - t0:.0f} s with {args.workers} workers)\n",
              "| prior | reps | 90% coverage | 50% coverage | RMSE | divergent fits | R-hat > 1.01 |",
              "|---|---|---|---|---|---|---|"]

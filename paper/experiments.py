@@ -10,10 +10,14 @@
 Every replication is one draw of the release noise (and, for simulated data, of the data).
 The MCMC methods run one chain per replication, all replications of a cell at once
 (``vmap`` of a ``lax.scan`` over the pure kernels of :mod:`bayes_dpreg.kernels` and
-:mod:`bayes_dpreg.bs`), ``num_iterations`` in all with the first half as warm-up, as in the
+:mod:`bayes_dpreg.bernstein_sheldon`), ``num_iterations`` in all with the first half as warm-up, as in the
 paper. ``calibration="as_published"`` reproduces the authors' (under-calibrated, not
 private) noise; ``"auto"`` is the correct analytic calibration. As in the paper, the bounds
 ``||X||`` and ``||Y||`` are the data's own maxima (not private; a real release declares them).
+
+This is the paper's experiment code, not part of the library (it is not in the wheel): run it
+with ``python paper/reproduce.py`` (``paper/README.md``), or import it with ``paper/`` on
+``sys.path``. Spawned worker processes (``workers > 1``) inherit that ``sys.path``.
 """
 
 from __future__ import annotations
@@ -23,30 +27,32 @@ import contextlib
 import csv
 import math
 import multiprocessing
+import os
 import time
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
+import bayes_dpreg  # noqa: F401  (first: sets NPROC=1 and float64 before JAX starts)
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-from .closed_form import adassp_estimate, adassp_ridge, fast_posterior, nig_posterior
-from .data import load_dataset, paper_scale_matrix, simulate, split_parties
-from .diagnostics import median_bandwidth, mmd2_unbiased
-from .models import model_data
-from .prior import Prior, prior_scales
-from .privacy import ClippingWarning, NotPrivateWarning
-from .release import NoisyStats, release, release_adassp, release_bs, stack_stats
-from .samplers import SAMPLERS
-from .samplers import get as get_sampler
-from .samplers.base import run_batched, stack_trees
-from .samplers.fast import fast_sigma2
+from bayes_dpreg.closed_form import adassp_estimate, adassp_ridge, fast_posterior, nig_posterior
+from bayes_dpreg.data import load_dataset, paper_scale_matrix, simulate, split_parties
+from bayes_dpreg.diagnostics import median_bandwidth, mmd2_unbiased
+from bayes_dpreg.hierarchical import model_data
+from bayes_dpreg.prior import Prior, prior_scales
+from bayes_dpreg.privacy import ClippingWarning, NotPrivateWarning
+from bayes_dpreg.release import NoisyStats, release, release_adassp, release_bs, stack_stats
+from bayes_dpreg.samplers import SAMPLERS
+from bayes_dpreg.samplers import get as get_sampler
+from bayes_dpreg.samplers.base import run_batched, stack_trees
+from bayes_dpreg.samplers.fast import fast_sigma2
 
 __all__ = [
     "PAPER_EPS", "PAPER_TABLE1", "METHODS", "paper_prior", "Replicate", "make_replicates",
     "run_methods", "data_replicates", "fig2", "summarise_fig2", "table1", "fig3", "fig4", "coverage", "write_csv",
+    "default_data_dir",
 ]
 
 PAPER_EPS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
@@ -506,15 +512,23 @@ def fig4(out_dir: str | Path, **kw: Any) -> Path:
     return fig2(out_dir, d_values=(2,), mmd=True, **kw)
 
 
-def _default_data_dir() -> Path:
-    return Path.cwd().parent / "shared" / "data"
+REPO = Path(__file__).resolve().parents[1]
+DATA_DIR_ENV = "BAYES_DPREG_DATA_DIR"
+
+
+def default_data_dir() -> Path:
+    """The real data sets' directory: ``$BAYES_DPREG_DATA_DIR`` if set, else ``../shared/data``
+    beside the repository (found from this file, whatever the working directory)."""
+    env = os.environ.get(DATA_DIR_ENV)
+    return Path(env) if env else REPO.parent / "shared" / "data"
 
 
 def real_replicates(name: str, J: int, *, reps: int, calibration: str, seed: int, data_dir: str | Path | None = None,
                     epsilon: float = 1.0) -> tuple[list[Replicate], Any]:
     """Table 1 replications: the paper's preprocessing (:func:`bayes_dpreg.load_dataset`), ``J``
-    consecutive blocks of the training rows, ``delta = 1/n``; each replication redraws the noise."""
-    path = Path(data_dir or _default_data_dir()) / DATASET_FILES[name]
+    consecutive blocks of the training rows, ``delta = 1/n``; each replication redraws the noise.
+    ``data_dir`` defaults to :func:`default_data_dir`."""
+    path = Path(data_dir or default_data_dir()) / DATASET_FILES[name]
     ds = load_dataset(path, na_values=DATASET_NA.get(name, ()), name=name)
     stream = 1000 + list(DATASET_FILES).index(name)
     return data_replicates(ds.X_train, ds.y_train, J, reps=reps, calibration=calibration, seed=seed,
