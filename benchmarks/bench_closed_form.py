@@ -21,6 +21,8 @@ import numpy as np
 import bayes_dpreg as bd
 from bayes_dpreg.closed_form import fast_posterior
 
+bd.enable_x64()  # this script calls the low-level modules (kernels, closed forms) directly
+
 
 def _best(fn, repeat=5):
     best = np.inf

@@ -26,6 +26,8 @@ from bayes_dpreg.samplers import get as get_sampler
 from bayes_dpreg.prior import Prior
 from bayes_dpreg.release import stack_stats
 
+bd.enable_x64()  # this script calls the low-level modules (kernels, closed forms) directly
+
 SAMPLERS = {  # "normalx" as fit() runs it: level moves on for d <= 8 (level_moves="auto")
     "normalx-nuts": ("normalx-nuts", {}),
     "normalx": ("normalx", {"level_moves": "auto"}),

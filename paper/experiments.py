@@ -33,7 +33,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
-import bayes_dpreg  # noqa: F401  (first: sets NPROC=1 and float64 before JAX starts)
+import bayes_dpreg
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -48,6 +48,8 @@ from bayes_dpreg.samplers import SAMPLERS
 from bayes_dpreg.samplers import get as get_sampler
 from bayes_dpreg.samplers.base import run_batched, stack_trees
 from bayes_dpreg.samplers.fast import fast_sigma2
+
+bayes_dpreg.enable_x64()  # this script calls the low-level modules (kernels, closed forms) directly
 
 __all__ = [
     "PAPER_EPS", "PAPER_TABLE1", "METHODS", "paper_prior", "Replicate", "make_replicates",

@@ -56,6 +56,8 @@ from bayes_dpreg.privacy import ClippingWarning
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from _machine import cpu_model  # noqa: E402  (benchmarks/_machine.py)
 
+bd.enable_x64()  # this script calls the low-level modules (kernels, closed forms) directly
+
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "docs" / "results" / "multiparty" / "comparison"
 EPSILONS = (0.1, 0.3, 1.0, 3.0, 10.0)

@@ -40,6 +40,9 @@ from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
 from bayes_dpreg.multiparty import masking as mm
 
+import bayes_dpreg  # noqa: E402
+bayes_dpreg.enable_x64()  # this script calls the low-level modules (kernels, closed forms) directly
+
 SIGMAS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
 # Table VI of the paper: mean [95% CI] for rho, d_M, d_E, R_I, R_II
 PAPER = {

@@ -40,6 +40,9 @@ import numpy as np
 
 from bayes_dpreg.multiparty.synthetic import Bins, ClippingWarning, fit_ols, homm_synthetic
 
+import bayes_dpreg  # noqa: E402
+bayes_dpreg.enable_x64()  # this script calls the low-level modules (kernels, closed forms) directly
+
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "docs" / "results" / "multiparty" / "synthetic"
 

@@ -31,6 +31,9 @@ from bayes_dpreg.multiparty import vertical as V
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from _machine import cpu_model  # noqa: E402  (benchmarks/_machine.py)
 
+import bayes_dpreg  # noqa: E402
+bayes_dpreg.enable_x64()  # this script calls the low-level modules (kernels, closed forms) directly
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
 OUT = REPO / "docs" / "results" / "multiparty" / "vertical" / "table1.md"

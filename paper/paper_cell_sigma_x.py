@@ -51,6 +51,8 @@ def priors(stats: list, rep: int) -> dict:
     from bayes_dpreg.kernels import pooled_covariance
     from bayes_dpreg.release import stack_stats
 
+    bd.enable_x64()  # pooled_covariance is a low-level (JAX) function
+
     st = stack_stats(stats)
     ms = bd.prior_scales(st).feature_ms
     noise = float(np.sqrt(np.sum(np.asarray(st.sigma_S) ** 2)))

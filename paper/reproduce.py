@@ -22,6 +22,9 @@ import experiments as ex  # noqa: E402  (first: it imports bayes_dpreg before JA
 
 from bayes_dpreg.samplers import SAMPLERS  # noqa: E402
 
+import bayes_dpreg  # noqa: E402
+bayes_dpreg.enable_x64()  # this script calls the low-level modules (kernels, closed forms) directly
+
 PROG = "python paper/reproduce.py"
 
 

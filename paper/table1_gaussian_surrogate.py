@@ -26,6 +26,9 @@ from bayes_dpreg.data import load_dataset
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import experiments as ex  # noqa: E402  (paper/experiments.py: the paper's runner, not in the wheel)
 
+import bayes_dpreg  # noqa: E402
+bayes_dpreg.enable_x64()  # this script calls the low-level modules (kernels, closed forms) directly
+
 
 def surrogate(X: np.ndarray, y: np.ndarray, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     theta, *_ = np.linalg.lstsq(X, y, rcond=None)

@@ -21,6 +21,9 @@ from bayes_dpreg.linalg import nearest_psd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import experiments as ex  # noqa: E402  (paper/experiments.py: the paper's runner, not in the wheel)
 
+import bayes_dpreg  # noqa: E402
+bayes_dpreg.enable_x64()  # this script calls the low-level modules (kernels, closed forms) directly
+
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -22,6 +22,8 @@ import bayes_dpreg as bd
 from bayes_dpreg.data import paper_scale_matrix
 from bayes_dpreg.prior import Prior
 
+bd.enable_x64()  # this script calls the low-level modules (kernels, closed forms) directly
+
 VARIANTS = {"normalx": {}, "Algorithm 1 as published": {"collapse_theta": False, "level_moves": False}}
 
 

@@ -22,6 +22,8 @@ import bayes_dpreg as bd
 from bayes_dpreg.prior import Prior
 from bayes_dpreg.sbc import sbc
 
+bd.enable_x64()  # this script calls the low-level modules (kernels, closed forms) directly
+
 CASES = {
     "normalx": ("normalx", {}),
     "normalx (Algorithm 1 as published)": ("normalx", {"collapse_theta": False, "level_moves": False}),
