@@ -38,10 +38,10 @@ def enable_compilation_cache() -> str | None:
     import jax
 
     if _done:
-        return jax.config.jax_compilation_cache_dir
+        return getattr(jax.config, "jax_compilation_cache_dir")
     _done = True
-    if jax.config.jax_compilation_cache_dir:  # the caller's own setting wins
-        return jax.config.jax_compilation_cache_dir
+    if getattr(jax.config, "jax_compilation_cache_dir"):  # the caller's own setting wins
+        return getattr(jax.config, "jax_compilation_cache_dir")
     setting = os.environ.get(ENV, "").strip()
     if setting.lower() in ("", "0", "off", "false", "no"):
         return None
@@ -59,4 +59,4 @@ def compilation_cache_dir() -> str | None:
     """The persistent compilation cache directory JAX uses in this process (``None``: none)."""
     import jax
 
-    return jax.config.jax_compilation_cache_dir
+    return getattr(jax.config, "jax_compilation_cache_dir")

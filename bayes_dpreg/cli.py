@@ -9,11 +9,14 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from .precision import x64
+
+if TYPE_CHECKING:
+    from .ledger import PrivacyLedger
 
 __all__ = ["main"]
 
@@ -115,7 +118,7 @@ def cmd_release(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_ledger(args: argparse.Namespace) -> object | None:
+def _open_ledger(args: argparse.Namespace) -> "PrivacyLedger | None":
     if not args.ledger:
         return None
     from .ledger import PrivacyLedger

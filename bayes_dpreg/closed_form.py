@@ -81,7 +81,8 @@ def party_terms(S: Array, z: Array, sigma2: Array, sigma_z2: Array) -> PartyTerm
     return PartyTerms(U, u, c)
 
 
-def collapsed_log_lik(U_sum: Array, u_sum: Array, c_sum: Array, m: Array, C_inv: Array, num_obs: int) -> Array:
+def collapsed_log_lik(U_sum: Array, u_sum: Array, c_sum: Array, m: Array, C_inv: Array,
+                      num_obs: int | Array) -> Array:
     r"""``log p(z_{1:J} | S_{1:J}, sigma_y^2)`` with ``theta ~ N(m, C)`` integrated out.
 
     .. math::
@@ -157,7 +158,7 @@ class NIGPosterior(NamedTuple):
 
 
 def nig_posterior(
-    S: Array, z: Array, yty: Array, n: Array, m: Array, Lambda0: Array, a0: Array, b0: Array
+    S: Array, z: Array, yty: Array, n: Array, m: Array, Lambda0: Array, a0: Array | float, b0: Array | float
 ) -> NIGPosterior:
     """Exact non-private posterior from exact ``S = X^T X``, ``z = X^T y``, ``y^T y``.
 

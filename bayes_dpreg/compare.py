@@ -411,7 +411,8 @@ def _gibbs_pip(args: tuple, pr: Any, d: int, model_prior: str, num_sweeps: int, 
         todo = [m for m in masks if m.tobytes() not in cache]
         if todo:
             arr = np.array(todo)
-            vals = _log_evidences(*args, arr, pr.m, pr.C, pr.a, pr.b)[:, 0] + _model_log_prior(arr, model_prior)
+            S, z, sz2, w = args
+            vals = _log_evidences(S, z, sz2, w, arr, pr.m, pr.C, pr.a, pr.b)[:, 0] + _model_log_prior(arr, model_prior)
             cache.update({m.tobytes(): float(v) for m, v in zip(arr, vals)})
         return np.array([cache[m.tobytes()] for m in masks])
 

@@ -175,7 +175,7 @@ def load_power_plant(train_fraction: float = 0.8) -> Dataset:
     relative humidity; response: net electrical output.
     """
     ref = resources.files("bayes_dpreg") / "datasets" / "power_plant_energy.csv"
-    with ref.open("r", newline="") as fh:
+    with resources.as_file(ref) as path, open(path, newline="") as fh:
         data = read_numeric_csv(fh)
     return _preprocess(data, train_fraction, "power_plant")
 

@@ -303,9 +303,8 @@ def _S_move_collapsed(key: Array, S: Array, log_alpha: Array, sigma2: Array, Sig
         carry = jax.tree.map(lambda a, b: jnp.where(acc, a, b), (Us2, us2, cs2, ll2), (Us, us, cs, ll))
         return carry, (acc, jnp.exp(jnp.minimum(log_ratio, 0.0)))
 
-    init = (old.U.sum(0), old.u.sum(0), old.c.sum(0))
-    init = init + (_collapsed(*init, pr, J * d),)
-    _, (accept, prob) = jax.lax.scan(body, init, jnp.arange(J))
+    sums = (old.U.sum(0), old.u.sum(0), old.c.sum(0))
+    _, (accept, prob) = jax.lax.scan(body, sums + (_collapsed(*sums, pr, J * d),), jnp.arange(J))
     return jnp.where(accept[:, None, None], prop, S), prob
 
 

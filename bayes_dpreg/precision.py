@@ -16,6 +16,7 @@ import functools
 from typing import Any, Callable, TypeVar
 
 import jax
+import numpy as np
 
 __all__ = ["enable_x64", "x64", "require_x64"]
 
@@ -40,6 +41,6 @@ def x64(fn: F) -> F:
 
 def require_x64(what: str) -> None:
     """Raise unless JAX is in 64-bit mode here (inside :func:`x64` or after :func:`enable_x64`)."""
-    if not jax.config.jax_enable_x64:
+    if jax.dtypes.canonicalize_dtype(np.float64) != np.float64:  # 32-bit mode canonicalises it to float32
         raise RuntimeError(f"{what} computes in float64: call bayes_dpreg.enable_x64() first "
                            "(bayes_dpreg.fit, compare and the CLI do this for you)")

@@ -340,7 +340,7 @@ def _check_stats(s: NoisyStats) -> None:
             raise ValueError("an adassp release must carry lambda_min and sigma_lambda")
         if not (math.isfinite(s.lambda_min) and s.lambda_min >= 0):
             raise ValueError(f"lambda_min must be finite and >= 0, got {s.lambda_min!r}")
-        if not _close(s.sigma_lambda, sig_l):
+        if sig_l is None or not _close(s.sigma_lambda, sig_l):
             raise ValueError(f"sigma_lambda={s.sigma_lambda!r} does not match the declared parameters ({sig_l!r})")
     elif s.lambda_min is not None or s.sigma_lambda is not None:
         raise ValueError("lambda_min is only released by the adassp mechanism")
@@ -349,7 +349,7 @@ def _check_stats(s: NoisyStats) -> None:
             raise ValueError("a bs release must carry u (the noisy y^T y) and sigma_u")
         if not math.isfinite(s.u):
             raise ValueError(f"u must be finite, got {s.u!r}")
-        if not _close(s.sigma_u, sig_l):
+        if sig_l is None or not _close(s.sigma_u, sig_l):
             raise ValueError(f"sigma_u={s.sigma_u!r} does not match the declared parameters ({sig_l!r})")
     elif s.u is not None or s.sigma_u is not None:
         raise ValueError("u = y^T y is only released by the bs mechanism")
@@ -440,7 +440,7 @@ def check_distinct(stats: Sequence["NoisyStats"]) -> None:
     with the same name: counting a party twice shrinks the posterior by sqrt(2) for nothing."""
     seen: dict[Any, int] = {}
     for j, s in enumerate(stats):
-        keys = [("id", s.release_id)] if s.release_id else []
+        keys: list[tuple[Any, ...]] = [("id", s.release_id)] if s.release_id else []
         keys.append(("content", s.S.tobytes(), s.z.tobytes(), int(s.n)))
         for key in keys:
             if key in seen:
@@ -589,12 +589,14 @@ def _exact_release_stats(X: Any, y: Any, x_bound: float, y_bound: float, interce
         acc = accumulate(X, x_bound, y_bound, y=-1 if y is None else y, columns=columns, intercept=intercept,
                          progress=progress)
         warn_if_clipped(acc.report)
+        if acc.S is None or acc.z is None:
+            raise ValueError("the table has no rows")
         S, z, n, yy, meta = acc.S, acc.z, acc.n, acc.yy, {}
-        if n < S.shape[0]:  # type: ignore[union-attr]
-            raise ValueError(f"a party needs at least d = {S.shape[0]} rows, got n = {n}")  # type: ignore[union-attr]
+        if n < S.shape[0]:
+            raise ValueError(f"a party needs at least d = {S.shape[0]} rows, got n = {n}")
     if intercept:
         meta["intercept"] = True
-    return _Exact(S, z, int(n), math.hypot(1.0, x_bound) if intercept else x_bound, meta, yy)  # type: ignore[arg-type]
+    return _Exact(S, z, int(n), math.hypot(1.0, x_bound) if intercept else x_bound, meta, yy)
 
 
 def release(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import arviz as az
 import numpy as np
@@ -202,16 +202,23 @@ def _ppc_figure(idata: az.InferenceData, prob: float) -> object:
     return fig
 
 
-def _comparison_section(comparison: object, inclusion: object) -> dict:
+def _comparison_section(comparison: Any, inclusion: Any) -> dict:
     import matplotlib.pyplot as plt
 
     tables, figures = [], []
     if comparison is not None:
-        df = comparison.head(20)  # type: ignore[attr-defined]
-        cols = ["features", "log_evidence", "post_prob", "log10_bf", "elpd_lopo", "se", "p_lopo"]
-        tables.append({"caption": "Candidate models of the fixed-S model (bayes_dpreg.compare): log evidence, "
-                                  "posterior probability, log10 Bayes factor against the best, exact "
-                                  "leave-one-party-out elpd with its se and effective parameters.",
+        df = comparison.head(20)
+        normalx = comparison.attrs.get("model") == "normalx"
+        cols = ["features", "log_evidence", *(["log_evidence_se"] if normalx else []), "post_prob", "log10_bf",
+                "elpd_lopo", "se", "p_lopo", *(["pareto_k_max"] if normalx else [])]
+        caption = ("Candidate models of the normalX model (bayes_dpreg.compare, model='normalx'): log evidence by "
+                   "bridge sampling with its approximate sd, posterior probability, log10 Bayes factor against the "
+                   "best, PSIS leave-one-party-out elpd with its se, effective parameters and largest Pareto k."
+                   if normalx else
+                   "Candidate models of the fixed-S model (bayes_dpreg.compare): log evidence, "
+                   "posterior probability, log10 Bayes factor against the best, exact "
+                   "leave-one-party-out elpd with its se and effective parameters.")
+        tables.append({"caption": caption,
                        "header": ["model", *cols],
                        "rows": [[str(i)] + [_num(r[c]) for c in cols] for i, r in df.iterrows()]})
     if inclusion is not None:
@@ -219,17 +226,17 @@ def _comparison_section(comparison: object, inclusion: object) -> dict:
         tables.append({"caption": "Posterior inclusion probability and inclusion Bayes factor of each feature.",
                        "header": ["feature", "pip", "prior_ip", "bf", "log10_bf"],
                        "rows": [[str(i)] + [_num(r[c]) for c in ("pip", "prior_ip", "bf", "log10_bf")]
-                                for i, r in inc.iterrows()]})  # type: ignore[attr-defined]
-        fig, ax = plt.subplots(figsize=(6, 0.5 + 0.4 * len(inc)))  # type: ignore[arg-type]
-        ax.barh([str(i) for i in inc.index], inc["pip"].values, color="tab:blue")  # type: ignore[attr-defined]
+                                for i, r in inc.iterrows()]})
+        fig, ax = plt.subplots(figsize=(6, 0.5 + 0.4 * len(inc)))
+        ax.barh([str(i) for i in inc.index], inc["pip"].values, color="tab:blue")
         ax.axvline(0.5, color="k", lw=0.8, ls="--")
         ax.set(xlim=(0, 1), xlabel="posterior inclusion probability")
         figures.append({"caption": "Posterior inclusion probabilities.", "png": _png(fig)})
     return {"heading": "Model comparison", "notes": [], "tables": tables, "figures": figures}
 
 
-def write_report(path: str | os.PathLike, idata: az.InferenceData | None = None, *, comparison: object = None,
-                 inclusion: object = None, title: str | None = None, prob: float = 0.9) -> Path:
+def write_report(path: str | os.PathLike, idata: az.InferenceData | None = None, *, comparison: Any = None,
+                 inclusion: Any = None, title: str | None = None, prob: float = 0.9) -> Path:
     """Write a self-contained HTML report at ``path`` and its Markdown twin beside it (``.md``).
 
     Sections: data and privacy (parties, ``n_j``, eps, delta, noise sds, bounds), the

@@ -161,6 +161,8 @@ def test_cli_compare_with_normalx_evidence(tmp_path, capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert main(["compare", *paths, "--evidence", "normalx", "--candidate", "one=0", "--candidate", "both=0,1",
-                     "--num-samples", "300"]) == 0
+                     "--num-samples", "300", "--report", str(tmp_path / "cmp.html")]) == 0
     out = capsys.readouterr().out
     assert "bridge sampling" in out and "log_evidence_se" in out and "both" in out
+    page = (tmp_path / "cmp.html").read_text()
+    assert "normalX model" in page and "log_evidence_se" in page and "pareto_k_max" in page

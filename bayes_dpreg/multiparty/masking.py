@@ -825,7 +825,7 @@ def ridge_solve(X: ArrayLike, Y: ArrayLike, lam: float = 0.0) -> FArray:
 # ----------------------------------------------------------------------------- post-modeling
 def _right_solve(M: FArray, C: FArray) -> FArray:
     """``M C^{-1}`` via a solve."""
-    return np.linalg.solve(C.T, M.T).T
+    return np.asarray(np.linalg.solve(C.T, M.T).T, dtype=np.float64)
 
 
 def _unmask_right(V_star: FArray, keys: Keys, *, with_C: bool) -> FArray:

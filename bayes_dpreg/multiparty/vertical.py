@@ -533,7 +533,7 @@ def test_mse(weights: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean((X @ w - np.asarray(y, dtype=np.float64).ravel()) ** 2))
 
 
-test_mse.__test__ = False  # not a pytest test
+setattr(test_mse, "__test__", False)  # not a pytest test
 
 
 # --------------------------------------------------------------------------- data
