@@ -39,9 +39,9 @@ from jax import Array
 
 from .bernstein_sheldon_moments import ss_moments, ss_vector
 from .closed_form import nig_posterior
+from .hierarchical import sigma_x_conditional
 from .kernels import Settings, _PureKernel, pooled_covariance
 from .linalg import nearest_psd_and_min_eig, symmetrize
-from .hierarchical import sigma_x_conditional
 from .prior import ResolvedPrior
 
 __all__ = ["BSData", "BSState", "bs_data", "bs_init", "bs_step", "BS", "unpack_ss", "ss_conditional"]
@@ -64,8 +64,11 @@ class BSState(NamedTuple):
 
 
 def bs_data(S_tilde: Array, z_tilde: Array, u_tilde: Array, n: Array, sigma: Array) -> BSData:
-    return BSData(ss_vector(jnp.asarray(S_tilde), jnp.asarray(z_tilde), jnp.asarray(u_tilde)),
-                  jnp.asarray(n, dtype=jnp.float64), jnp.asarray(sigma))
+    return BSData(
+        ss_vector(jnp.asarray(S_tilde), jnp.asarray(z_tilde), jnp.asarray(u_tilde)),
+        jnp.asarray(n, dtype=jnp.float64),
+        jnp.asarray(sigma),
+    )
 
 
 def unpack_ss(ss: Array, d: int) -> tuple[Array, Array, Array]:
@@ -74,7 +77,7 @@ def unpack_ss(ss: Array, d: int) -> tuple[Array, Array, Array]:
     iu = np.triu_indices(d)
     S = jnp.zeros(ss.shape[:-1] + (d, d), ss.dtype).at[..., iu[0], iu[1]].set(ss[..., :p])
     S = S + jnp.swapaxes(jnp.triu(S, 1), -1, -2)
-    return S, ss[..., p:p + d], ss[..., p + d]
+    return S, ss[..., p : p + d], ss[..., p + d]
 
 
 def ss_conditional(mu_prior: Array, cov_prior: Array, ss_tilde: Array, noise_var: Array) -> tuple[Array, Array, Array]:
@@ -131,8 +134,9 @@ def _conditional_draws(key: Array, ss: Array, data: BSData, pr: ResolvedPrior) -
     projected = (min_eig < 0).sum()
     S_sum = symmetrize(S_psd.sum(0))
     Sigma_x = sigma_x_conditional(S_sum, data.n.sum(), pr).sample(k_sx)
-    post = nig_posterior(S_sum, z.sum(0), u.sum(), data.n.sum(), jnp.asarray(pr.m), jnp.asarray(pr.nig_precision),
-                         pr.a, pr.b)
+    post = nig_posterior(
+        S_sum, z.sum(0), u.sum(), data.n.sum(), jnp.asarray(pr.m), jnp.asarray(pr.nig_precision), pr.a, pr.b
+    )
     floored = post.b <= pr.b
     post = post._replace(b=jnp.maximum(post.b, pr.b))
     theta, sigma2 = post.sample(k_nig, 1)

@@ -46,8 +46,10 @@ def ss_moments(theta: Array, sigma2: Array, Sigma: Array) -> SSMoments:
     s2 = theta @ c + sigma2
     mean = jnp.concatenate([Sigma[i, j], c, s2[None]])
     # quadratic-quadratic block
-    qq = Sigma[i[:, None], i[None, :]] * Sigma[j[:, None], j[None, :]] + \
-        Sigma[i[:, None], j[None, :]] * Sigma[j[:, None], i[None, :]]
+    qq = (
+        Sigma[i[:, None], i[None, :]] * Sigma[j[:, None], j[None, :]]
+        + Sigma[i[:, None], j[None, :]] * Sigma[j[:, None], i[None, :]]
+    )
     # quadratic-linear block: Sigma_ik c_j + c_i Sigma_jk
     k = jnp.arange(d)
     ql = Sigma[i[:, None], k[None, :]] * c[j][:, None] + c[i][:, None] * Sigma[j[:, None], k[None, :]]

@@ -36,7 +36,7 @@ from .privacy import row_norms
 
 __all__ = ["ProposedBounds", "propose_bounds", "bound_candidates", "auto_quantile"]
 
-GRID_RATIO = 2.0 ** 0.125
+GRID_RATIO = 2.0**0.125
 DEFAULT_RANGE = (1e-6, 1e9)
 
 
@@ -56,9 +56,11 @@ class ProposedBounds:
     y_clipped: float
 
     def __str__(self) -> str:
-        return (f"proposed bounds (eps = {self.epsilon:g}, quantile {self.quantile:g}): x_bound = {self.x_bound:.6g}, "
-                f"y_bound = {self.y_bound:.6g}; for you only: they would clip {100 * self.x_clipped:.2f}% of the "
-                f"{self.n_rows} rows' x and {100 * self.y_clipped:.2f}% of their y")
+        return (
+            f"proposed bounds (eps = {self.epsilon:g}, quantile {self.quantile:g}): x_bound = {self.x_bound:.6g}, "
+            f"y_bound = {self.y_bound:.6g}; for you only: they would clip {100 * self.x_clipped:.2f}% of the "
+            f"{self.n_rows} rows' x and {100 * self.y_clipped:.2f}% of their y"
+        )
 
 
 def bound_candidates(lower: float, upper: float) -> np.ndarray:
@@ -85,8 +87,10 @@ def auto_quantile(n: int, epsilon: float) -> float:
     ``(1 - q) n eps_q = 20``, 7-18% at 40 and none of 40 at 80. ``n`` is public: every
     release records it."""
     if n * epsilon / 2 < 2 * MIN_TAIL:
-        raise ValueError(f"{n} rows are too few to locate a bound privately at eps = {epsilon:g} (need "
-                         f"n eps / 2 >= {2 * MIN_TAIL:g}); declare bounds from public knowledge instead")
+        raise ValueError(
+            f"{n} rows are too few to locate a bound privately at eps = {epsilon:g} (need "
+            f"n eps / 2 >= {2 * MIN_TAIL:g}); declare bounds from public knowledge instead"
+        )
     return min(0.99, 1.0 - MIN_TAIL / (n * epsilon / 2))
 
 
@@ -106,13 +110,17 @@ def _private_quantile(values: np.ndarray, candidates: np.ndarray, quantile: floa
     return float(meas(np.minimum(values, candidates[-1]).tolist()))
 
 
-def _norms_and_responses(X: Any, y: Any, columns: list[str] | None, batch_rows: int | None) -> tuple[np.ndarray, np.ndarray]:
+def _norms_and_responses(
+    X: Any, y: Any, columns: list[str] | None, batch_rows: int | None
+) -> tuple[np.ndarray, np.ndarray]:
     from .release import validate_data
     from .sources import BATCH_ROWS, batches, is_table_source
 
     if is_table_source(X):
-        parts = [validate_data(Xb, yb, min_rows=1) for Xb, yb in
-                 batches(X, -1 if y is None else y, columns, batch_rows or BATCH_ROWS)]
+        parts = [
+            validate_data(Xb, yb, min_rows=1)
+            for Xb, yb in batches(X, -1 if y is None else y, columns, batch_rows or BATCH_ROWS)
+        ]
         if not parts:
             raise ValueError("the source has no rows")
         norms = np.concatenate([row_norms(Xb) for Xb, _ in parts])
@@ -140,13 +148,15 @@ def propose_bounds(
     or Parquet path, a pyarrow table or dataset, an iterable of ``(X, y)`` batches) with
     ``y`` the response column (default: the last) and ``columns`` the features; the row
     norms are held in memory (8 bytes a row). ``quantile``: the share of rows the bound
-    should keep unclipped; by default ``min(0.99, 1 - 80 / (n epsilon / 2))`` (:func:`auto_quantile`). ``x_range``, ``y_range``: public ranges for the candidates
+    should keep unclipped; by default ``min(0.99, 1 - 80 / (n epsilon / 2))`` (:func:`auto_quantile`).
+    ``x_range``, ``y_range``: public ranges for the candidates
     (:func:`bound_candidates`); a quantile outside its range comes back as the range's end.
     ``ledger`` (a :class:`~bayes_dpreg.ledger.PrivacyLedger` or the path of one) records the
     spend, or refuses it before the data are touched
     (:class:`~bayes_dpreg.ledger.BudgetExceededError`)."""
-    if isinstance(epsilon, bool) or not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon)
-                                         and 1e-3 <= epsilon <= 10):
+    if isinstance(epsilon, bool) or not (
+        isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and 1e-3 <= epsilon <= 10
+    ):
         raise ValueError(f"epsilon for the bounds must be a number in [0.001, 10], got {epsilon!r}")
     if quantile is not None and not (isinstance(quantile, (int, float)) and 0.5 <= quantile < 1):
         raise ValueError(f"quantile must lie in [0.5, 1), got {quantile!r}")
@@ -157,12 +167,21 @@ def propose_bounds(
     if quantile is None:
         quantile = auto_quantile(n, epsilon)
     elif (1 - quantile) * n * epsilon / 2 < MIN_TAIL:
-        warnings.warn(f"with n = {n} rows and eps = {epsilon:g} the {quantile:g} quantile is not well determined: "
-                      f"(1 - q) n eps / 2 = {(1 - quantile) * n * epsilon / 2:.3g} < {MIN_TAIL}, so the proposal "
-                      f"may lie far above it; use quantile <= {auto_quantile(n, epsilon):.4g}", RuntimeWarning,
-                      stacklevel=2)
+        warnings.warn(
+            f"with n = {n} rows and eps = {epsilon:g} the {quantile:g} quantile is not well determined: "
+            f"(1 - q) n eps / 2 = {(1 - quantile) * n * epsilon / 2:.3g} < {MIN_TAIL}, so the proposal "
+            f"may lie far above it; use quantile <= {auto_quantile(n, epsilon):.4g}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     xb = _private_quantile(norms, cx, float(quantile), epsilon / 2)
     yb = _private_quantile(abs_y, cy, float(quantile), epsilon / 2)
-    return ProposedBounds(x_bound=xb, y_bound=yb, quantile=float(quantile), epsilon=float(epsilon),
-                          n_rows=int(n), x_clipped=float(np.mean(norms > xb)),
-                          y_clipped=float(np.mean(abs_y > yb)))
+    return ProposedBounds(
+        x_bound=xb,
+        y_bound=yb,
+        quantile=float(quantile),
+        epsilon=float(epsilon),
+        n_rows=int(n),
+        x_clipped=float(np.mean(norms > xb)),
+        y_clipped=float(np.mean(abs_y > yb)),
+    )

@@ -29,13 +29,15 @@ with ``p = q / Z`` and ``N_1^{eff}(f_1)`` the effective sample size of ``f_1`` a
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from .precision import x64
 from scipy.special import logsumexp
+
+from .precision import x64
 
 __all__ = ["BridgeResult", "bridge_sampling"]
 
@@ -71,8 +73,10 @@ def _iterate(l1: np.ndarray, l2: np.ndarray, s1: float, s2: float, tol: float, m
         if abs(new - log_z) < tol:
             return new, it
         log_z = new
-    raise FloatingPointError(f"bridge sampling did not converge in {max_iter} iterations (last change "
-                             f"{abs(new - log_z):.2e}); the proposal is far from the posterior")
+    raise FloatingPointError(
+        f"bridge sampling did not converge in {max_iter} iterations (last change "
+        f"{abs(new - log_z):.2e}); the proposal is far from the posterior"
+    )
 
 
 def _relative_error(l1: np.ndarray, l2: np.ndarray, log_z: float, s1: float, s2: float, neff_f1: float) -> float:
@@ -85,8 +89,14 @@ def _relative_error(l1: np.ndarray, l2: np.ndarray, log_z: float, s1: float, s2:
 
 
 @x64
-def bridge_sampling(log_density: Callable[[jax.Array], jax.Array], draws: np.ndarray, *, seed: int = 0,
-                    tol: float = 1e-10, max_iter: int = 1000) -> BridgeResult:
+def bridge_sampling(
+    log_density: Callable[[jax.Array], jax.Array],
+    draws: np.ndarray,
+    *,
+    seed: int = 0,
+    tol: float = 1e-10,
+    max_iter: int = 1000,
+) -> BridgeResult:
     """``log Z = log \\int q`` from posterior draws of ``q / Z`` (module docstring).
 
     ``log_density``: ``log q`` of one unconstrained vector ``(p,)`` (JAX, vmapped here);

@@ -38,7 +38,8 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -46,8 +47,8 @@ import numpy as np
 import numpyro.distributions as dist
 
 from .closed_form import collapsed_log_lik, party_terms
-from .linalg import from_log_cholesky, log_cholesky, log_cholesky_log_jacobian, spd_inverse
 from .hierarchical import S_tilde_dist, log_marginal_S, upper
+from .linalg import from_log_cholesky, log_cholesky, log_cholesky_log_jacobian, spd_inverse
 from .precision import x64
 
 __all__ = ["log_evidence", "normalx_evidence", "compare", "inclusion", "MAX_ENUMERATE_D"]
@@ -71,8 +72,18 @@ def _masked_prior(mask: jax.Array, m: jax.Array, C: jax.Array) -> tuple[jax.Arra
     return m * mask, spd_inverse(Ck)
 
 
-def _log_integrand(t: jax.Array, S: jax.Array, z: jax.Array, sz2: jax.Array, w: jax.Array, mask: jax.Array,
-                   m: jax.Array, C: jax.Array, a: float, b: float) -> jax.Array:
+def _log_integrand(
+    t: jax.Array,
+    S: jax.Array,
+    z: jax.Array,
+    sz2: jax.Array,
+    w: jax.Array,
+    mask: jax.Array,
+    m: jax.Array,
+    C: jax.Array,
+    a: float,
+    b: float,
+) -> jax.Array:
     """``log p(z~ | sigma^2 = e^t, K) + log p(t)`` with the parties' likelihoods raised to ``w``."""
     d = S.shape[-1]
     terms = party_terms(S, z, jnp.exp(t), sz2)
@@ -84,16 +95,37 @@ def _log_integrand(t: jax.Array, S: jax.Array, z: jax.Array, sz2: jax.Array, w: 
 
 
 # f[t, mask, weight]
-_grid_fn = jax.jit(jax.vmap(jax.vmap(jax.vmap(_log_integrand, (None,) * 4 + (0,) + (None,) * 5),
-                                     (None,) * 5 + (0,) + (None,) * 4),
-                            (0,) + (None,) * 9))
+_grid_fn = jax.jit(
+    jax.vmap(
+        jax.vmap(jax.vmap(_log_integrand, (None,) * 4 + (0,) + (None,) * 5), (None,) * 5 + (0,) + (None,) * 4),
+        (0,) + (None,) * 9,
+    )
+)
 
 
-def _log_evidences(S: np.ndarray, z: np.ndarray, sz2: np.ndarray, weights: np.ndarray, masks: np.ndarray,
-                   m: np.ndarray, C: np.ndarray, a: float, b: float) -> np.ndarray:
+def _log_evidences(
+    S: np.ndarray,
+    z: np.ndarray,
+    sz2: np.ndarray,
+    weights: np.ndarray,
+    masks: np.ndarray,
+    m: np.ndarray,
+    C: np.ndarray,
+    a: float,
+    b: float,
+) -> np.ndarray:
     """``log Z`` for every (weight vector, mask): array ``(len(masks), len(weights))``."""
-    args = (jnp.asarray(S), jnp.asarray(z), jnp.asarray(sz2), jnp.asarray(weights, dtype=jnp.float64),
-            jnp.asarray(masks, dtype=jnp.float64), jnp.asarray(m), jnp.asarray(C), float(a), float(b))
+    args = (
+        jnp.asarray(S),
+        jnp.asarray(z),
+        jnp.asarray(sz2),
+        jnp.asarray(weights, dtype=jnp.float64),
+        jnp.asarray(masks, dtype=jnp.float64),
+        jnp.asarray(m),
+        jnp.asarray(C),
+        float(a),
+        float(b),
+    )
     centre = math.log(b / a)
     t0 = np.linspace(centre - 60.0, centre + 60.0, _COARSE)
     f0 = np.array(_grid_fn(jnp.asarray(t0), *args))  # (T, M, W)
@@ -115,11 +147,12 @@ def _log_evidences(S: np.ndarray, z: np.ndarray, sz2: np.ndarray, weights: np.nd
     return top + np.log(np.exp(f1 - top).sum(axis=0)) + math.log(h)  # (M, W)
 
 
-def _setup(stats: Any, prior: Any, coef_names: Sequence[str] | None = None
-           ) -> tuple[Any, Any, list[str], list[str], np.ndarray, np.ndarray]:
+def _setup(
+    stats: Any, prior: Any, coef_names: Sequence[str] | None = None
+) -> tuple[Any, Any, list[str], list[str], np.ndarray, np.ndarray]:
     """``(resolved prior, fixed-S model data, coefficient names, party names, S, z~)``."""
-    from .inference import _coef_names, _party_names, resolve_prior
     from .hierarchical import fixeds_data, model_data
+    from .inference import _coef_names, _party_names, resolve_prior
     from .prior import prior_scales
     from .release import as_stats_list, check_distinct, stack_stats
 
@@ -151,8 +184,15 @@ def _feature_mask(features: Sequence[Any] | None, names: list[str]) -> np.ndarra
 
 
 @x64
-def log_evidence(stats: Any, features: Sequence[Any] | None = None, prior: Any = None, *,
-                 coef_names: Sequence[str] | None = None, model: str = "fixeds", **bridge_options: Any) -> float:
+def log_evidence(
+    stats: Any,
+    features: Sequence[Any] | None = None,
+    prior: Any = None,
+    *,
+    coef_names: Sequence[str] | None = None,
+    model: str = "fixeds",
+    **bridge_options: Any,
+) -> float:
     """``log p(data | K)`` with the features ``K`` (names or indices; default all) and the
     others' coefficients 0. ``model="fixeds"``: the fixed-S model's ``log p(z~_{1:J} | K)`` in
     closed form (module docstring); ``model="normalx"``: the normalX model's
@@ -168,8 +208,9 @@ def log_evidence(stats: Any, features: Sequence[Any] | None = None, prior: Any =
     pr, data, names, _, S, z = _setup(stats, prior, coef_names)
     mask = _feature_mask(features, names)
     J = S.shape[0]
-    return float(_log_evidences(S, z, np.asarray(data.sigma_z) ** 2, np.ones((1, J)), mask[None], pr.m, pr.C,
-                                pr.a, pr.b)[0, 0])
+    return float(
+        _log_evidences(S, z, np.asarray(data.sigma_z) ** 2, np.ones((1, J)), mask[None], pr.m, pr.C, pr.a, pr.b)[0, 0]
+    )
 
 
 def _normalx_log_density(u: jax.Array, data: Any, mask: jax.Array, pr: Any) -> jax.Array:
@@ -180,10 +221,14 @@ def _normalx_log_density(u: jax.Array, data: Any, mask: jax.Array, pr: Any) -> j
     v, t = u[:-1].reshape(J, -1), u[-1]
     L = from_log_cholesky(v, d)
     S = L @ jnp.swapaxes(L, -1, -2)
-    return (_log_integrand(t, S, data.z_tilde, data.sigma_z**2, jnp.ones(J), mask, jnp.asarray(pr.m),
-                           jnp.asarray(pr.C), pr.a, pr.b)
-            + S_tilde_dist(S, data).log_prob(upper(data.S_tilde)).sum()
-            + log_marginal_S(S, data, pr) + log_cholesky_log_jacobian(v, d).sum())
+    return (
+        _log_integrand(
+            t, S, data.z_tilde, data.sigma_z**2, jnp.ones(J), mask, jnp.asarray(pr.m), jnp.asarray(pr.C), pr.a, pr.b
+        )
+        + S_tilde_dist(S, data).log_prob(upper(data.S_tilde)).sum()
+        + log_marginal_S(S, data, pr)
+        + log_cholesky_log_jacobian(v, d).sum()
+    )
 
 
 def _submodel_prior(pr: Any, mask: np.ndarray) -> Any:
@@ -198,9 +243,18 @@ def _submodel_prior(pr: Any, mask: np.ndarray) -> Any:
 
 
 @x64
-def normalx_evidence(stats: Any, features: Sequence[Any] | None = None, prior: Any = None, *,
-                     coef_names: Sequence[str] | None = None, num_samples: int = 1000, num_chains: int = 4,
-                     num_warmup: int | None = None, seed: int = 0, **fit_options: Any) -> tuple[Any, Any]:
+def normalx_evidence(
+    stats: Any,
+    features: Sequence[Any] | None = None,
+    prior: Any = None,
+    *,
+    coef_names: Sequence[str] | None = None,
+    num_samples: int = 1000,
+    num_chains: int = 4,
+    num_warmup: int | None = None,
+    seed: int = 0,
+    **fit_options: Any,
+) -> tuple[Any, Any]:
     """Evidence of the normalX model (eq. 10), ``log p(S~_{1:J}, z~_{1:J} | K)``, by bridge sampling.
 
     The model is sampled by ``fit(method="normalx-nuts")`` (``theta_k``, ``k`` not in ``K``,
@@ -212,15 +266,24 @@ def normalx_evidence(stats: Any, features: Sequence[Any] | None = None, prior: A
     Returns ``(BridgeResult, idata)``: the estimate with its approximate standard deviation
     (``error``), and the fit (for ``az.loo`` and diagnostics)."""
     from .bridge import bridge_sampling
-    from .inference import fit
     from .hierarchical import model_data
+    from .inference import fit
     from .release import as_stats_list, stack_stats
 
     pr, _, names, _, _, _ = _setup(stats, prior, coef_names)
     mask = _feature_mask(features, names)
     data = model_data(stack_stats(as_stats_list(stats)))
-    idata = fit(stats, method="normalx-nuts", prior=_submodel_prior(pr, mask), num_samples=num_samples,
-                num_chains=num_chains, num_warmup=num_warmup, seed=seed, coef_names=names, **fit_options)
+    idata = fit(
+        stats,
+        method="normalx-nuts",
+        prior=_submodel_prior(pr, mask),
+        num_samples=num_samples,
+        num_chains=num_chains,
+        num_warmup=num_warmup,
+        seed=seed,
+        coef_names=names,
+        **fit_options,
+    )
     S = np.asarray(idata.latent_posterior["S"])  # (chain, draw, J, d, d)
     t = np.log(np.asarray(idata.posterior["sigma2"]))[..., None]
     u = np.concatenate([np.asarray(log_cholesky(jnp.asarray(S))).reshape(S.shape[:2] + (-1,)), t], -1)
@@ -251,17 +314,44 @@ def _elpd_data(elpd_i: np.ndarray, p_i: np.ndarray, party_names: list[str]) -> A
     J = len(elpd_i)
     loo_i = xr.DataArray(elpd_i, dims=["party"], coords={"party": party_names})
     return ELPDData(
-        data=[float(elpd_i.sum()), float(math.sqrt(J * np.var(elpd_i))), float(p_i.sum()), 0, J, False, loo_i,
-              xr.zeros_like(loo_i), "log", None],
-        index=["elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning", "loo_i", "pareto_k", "scale",
-               "good_k"],
+        data=[
+            float(elpd_i.sum()),
+            float(math.sqrt(J * np.var(elpd_i))),
+            float(p_i.sum()),
+            0,
+            J,
+            False,
+            loo_i,
+            xr.zeros_like(loo_i),
+            "log",
+            None,
+        ],
+        index=[
+            "elpd_loo",
+            "se",
+            "p_loo",
+            "n_samples",
+            "n_data_points",
+            "warning",
+            "loo_i",
+            "pareto_k",
+            "scale",
+            "good_k",
+        ],
     )
 
 
 @x64
-def compare(stats: Any, models: Mapping[str, Sequence[Any] | None] | None = None, prior: Any = None, *,
-            model_prior: str = "uniform", coef_names: Sequence[str] | None = None, model: str = "fixeds",
-            **bridge_options: Any) -> tuple[Any, dict[str, Any]]:
+def compare(
+    stats: Any,
+    models: Mapping[str, Sequence[Any] | None] | None = None,
+    prior: Any = None,
+    *,
+    model_prior: str = "uniform",
+    coef_names: Sequence[str] | None = None,
+    model: str = "fixeds",
+    **bridge_options: Any,
+) -> tuple[Any, dict[str, Any]]:
     """Compare candidate models (feature subsets) on one release.
 
     ``models``: ``{name: features}`` (names or indices; ``None`` for all); default every
@@ -298,7 +388,7 @@ def compare(stats: Any, models: Mapping[str, Sequence[Any] | None] | None = None
         if bridge_options:
             raise TypeError(f"options {sorted(bridge_options)} apply to model='normalx' only")
         logz = _log_evidences(S, z, np.asarray(data.sigma_z) ** 2, _lopo_weights(J), masks, pr.m, pr.C, pr.a, pr.b)
-        full, minus, plus = logz[:, 0], logz[:, 1:J + 1], logz[:, J + 1:]
+        full, minus, plus = logz[:, 0], logz[:, 1 : J + 1], logz[:, J + 1 :]
         elpd_i = full[:, None] - minus
         p_i = (plus - full[:, None]) - elpd_i
         elpd = {name: _elpd_data(elpd_i[i], p_i[i], party) for i, name in enumerate(models)}
@@ -310,27 +400,41 @@ def compare(stats: Any, models: Mapping[str, Sequence[Any] | None] | None = None
     post = np.exp(post - post.max())
     post /= post.sum()
     loo = [elpd[name] for name in models]
-    table = pd.DataFrame({
-        "features": [", ".join(names[k] for k in np.flatnonzero(mk)) or "(none)" for mk in masks],
-        "n_features": masks.sum(1), "log_evidence": full, **extra, "post_prob": post,
-        "log10_bf": (full - full.max()) / math.log(10.0),
-        "elpd_lopo": [float(e["elpd_loo"]) for e in loo], "se": [float(e["se"]) for e in loo],
-        "p_lopo": [float(e["p_loo"]) for e in loo],
-    }, index=pd.Index(list(models), name="model")).sort_values("log_evidence", ascending=False)
+    table = pd.DataFrame(
+        {
+            "features": [", ".join(names[k] for k in np.flatnonzero(mk)) or "(none)" for mk in masks],
+            "n_features": masks.sum(1),
+            "log_evidence": full,
+            **extra,
+            "post_prob": post,
+            "log10_bf": (full - full.max()) / math.log(10.0),
+            "elpd_lopo": [float(e["elpd_loo"]) for e in loo],
+            "se": [float(e["se"]) for e in loo],
+            "p_lopo": [float(e["p_loo"]) for e in loo],
+        },
+        index=pd.Index(list(models), name="model"),
+    ).sort_values("log_evidence", ascending=False)
     table.attrs["model"] = model
     return table, elpd
 
 
-def _normalx_candidates(stats: Any, model_names: list[str], masks: np.ndarray, names: list[str], prior: Any,
-                        coef_names: Sequence[str] | None, options: dict[str, Any]
-                        ) -> tuple[np.ndarray, dict[str, Any], dict[str, Any]]:
+def _normalx_candidates(
+    stats: Any,
+    model_names: list[str],
+    masks: np.ndarray,
+    names: list[str],
+    prior: Any,
+    coef_names: Sequence[str] | None,
+    options: dict[str, Any],
+) -> tuple[np.ndarray, dict[str, Any], dict[str, Any]]:
     """Bridge-sampled evidence and PSIS leave-one-party-out of every candidate under the normalX model."""
     import arviz as az
 
     full, se, kmax, elpd = [], [], [], {}
     for name, mask in zip(model_names, masks):
-        res, idata = normalx_evidence(stats, [names[k] for k in np.flatnonzero(mask)], prior,
-                                      coef_names=coef_names, **options)
+        res, idata = normalx_evidence(
+            stats, [names[k] for k in np.flatnonzero(mask)], prior, coef_names=coef_names, **options
+        )
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*Pareto.*")
             elpd[name] = az.loo(idata, pointwise=True)
@@ -349,9 +453,16 @@ def _subset_name(mask: np.ndarray, names: list[str]) -> str:
 
 
 @x64
-def inclusion(stats: Any, prior: Any = None, *, model_prior: str = "uniform",
-              coef_names: Sequence[str] | None = None, method: str = "auto", num_sweeps: int = 200,
-              seed: int = 0) -> Any:
+def inclusion(
+    stats: Any,
+    prior: Any = None,
+    *,
+    model_prior: str = "uniform",
+    coef_names: Sequence[str] | None = None,
+    method: str = "auto",
+    num_sweeps: int = 200,
+    seed: int = 0,
+) -> Any:
     """Posterior inclusion probability and inclusion Bayes factor of every feature, from one
     release, in the fixed-S model.
 
@@ -379,8 +490,9 @@ def inclusion(stats: Any, prior: Any = None, *, model_prior: str = "uniform",
     args = (S, z, np.asarray(data.sigma_z) ** 2, np.ones((1, J)))
     if method == "enumerate":
         if d > MAX_ENUMERATE_D:
-            raise ValueError(f"enumeration visits 2^d subsets and needs d <= {MAX_ENUMERATE_D}, got d = {d}; "
-                             "use method='gibbs'")
+            raise ValueError(
+                f"enumeration visits 2^d subsets and needs d <= {MAX_ENUMERATE_D}, got d = {d}; use method='gibbs'"
+            )
         masks = _all_masks(d)
         logz = _log_evidences(*args, masks, pr.m, pr.C, pr.a, pr.b)[:, 0]
         lp = _model_log_prior(masks, model_prior)
@@ -396,8 +508,9 @@ def inclusion(stats: Any, prior: Any = None, *, model_prior: str = "uniform",
     pip = np.clip(pip, 1e-300, 1 - 1e-16)
     prior_ip = np.full(d, 0.5)
     bf = pip / (1 - pip)
-    out = pd.DataFrame({"pip": pip, "prior_ip": prior_ip, "bf": bf, "log10_bf": np.log10(bf)},
-                       index=pd.Index(names, name="feature"))
+    out = pd.DataFrame(
+        {"pip": pip, "prior_ip": prior_ip, "bf": bf, "log10_bf": np.log10(bf)}, index=pd.Index(names, name="feature")
+    )
     out.attrs.update(method=method, models_evaluated=int(evaluated))
     return out
 

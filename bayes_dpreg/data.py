@@ -5,9 +5,10 @@ from __future__ import annotations
 import csv
 import io
 import os
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 

@@ -15,16 +15,25 @@ full kernel matrix in memory.
 from __future__ import annotations
 
 import functools
-from typing import Any, NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from .precision import x64
 from jax import Array
 
-__all__ = ["mmd2_unbiased", "median_bandwidth", "calibration", "ConvergenceWarning", "Convergence", "convergence",
-           "noise_to_signal"]
+from .precision import x64
+
+__all__ = [
+    "mmd2_unbiased",
+    "median_bandwidth",
+    "calibration",
+    "ConvergenceWarning",
+    "Convergence",
+    "convergence",
+    "noise_to_signal",
+]
 
 
 @functools.partial(jax.jit, static_argnames=("block",))
@@ -77,8 +86,15 @@ def median_bandwidth(x: Any, y: Any, max_points: int = 2000, seed: int = 0) -> f
 
 
 @x64
-def calibration(idata: Any, reference: Any, *, bandwidth: float | None = None, thin: int = 50,
-                num_reference: int = 2000, seed: int = 0) -> float:
+def calibration(
+    idata: Any,
+    reference: Any,
+    *,
+    bandwidth: float | None = None,
+    thin: int = 50,
+    num_reference: int = 2000,
+    seed: int = 0,
+) -> float:
     """Squared MMD between ``idata``'s posterior of ``theta`` and a reference posterior.
 
     ``reference`` is an array of draws ``(k, d)`` or an object with ``sample(key, num)``
@@ -99,6 +115,7 @@ def calibration(idata: Any, reference: Any, *, bandwidth: float | None = None, t
 
 
 # -- convergence ------------------------------------------------------------------------------
+
 
 class ConvergenceWarning(UserWarning):
     """MCMC chains that have not mixed (R-hat, ESS) or that diverged: the intervals are not to be trusted."""
@@ -130,8 +147,11 @@ class Convergence(NamedTuple):
 
     @property
     def ok(self) -> bool:
-        return (self.max_rhat <= self.rhat_max and min(self.min_ess_bulk, self.min_ess_tail) >= self.ess_min
-                and self.divergences == 0)
+        return (
+            self.max_rhat <= self.rhat_max
+            and min(self.min_ess_bulk, self.min_ess_tail) >= self.ess_min
+            and self.divergences == 0
+        )
 
     def message(self, method: str) -> str:
         """What went wrong and what to do (empty when :attr:`ok`)."""
@@ -141,18 +161,22 @@ class Convergence(NamedTuple):
             problems.append(f"max R-hat {self.max_rhat:.3f} ({worst(self.r_hat, max)}) > {self.rhat_max}")
         for kind, vals in (("bulk", self.ess_bulk), ("tail", self.ess_tail)):
             if min(vals.values()) < self.ess_min:
-                problems.append(f"min {kind} ESS {min(vals.values()):.0f} ({worst(vals, min)}) < {self.ess_min:.0f} "
-                                f"(100 per chain)")
+                problems.append(
+                    f"min {kind} ESS {min(vals.values()):.0f} ({worst(vals, min)}) < {self.ess_min:.0f} (100 per chain)"
+                )
         if self.divergences:
             problems.append(f"{self.divergences} divergent transitions after warm-up")
         if not problems:
             return ""
-        advice = ("raise num_warmup and num_samples (and num_chains), and check the prior's scale against the "
-                  "declared bounds")
+        advice = (
+            "raise num_warmup and num_samples (and num_chains), and check the prior's scale against the declared bounds"
+        )
         if self.divergences:
             advice = "raise target_accept_prob (e.g. 0.95); " + advice
-        return f"method {method!r}: {'; '.join(problems)}. The chains have not converged: do not report these " \
-               f"intervals. To fix: {advice}."
+        return (
+            f"method {method!r}: {'; '.join(problems)}. The chains have not converged: do not report these "
+            f"intervals. To fix: {advice}."
+        )
 
 
 def _scalar_values(ds: Any, var_names: Sequence[str]) -> dict[str, float]:
@@ -170,24 +194,34 @@ def _scalar_values(ds: Any, var_names: Sequence[str]) -> dict[str, float]:
     return out
 
 
-def convergence(idata: Any, var_names: Sequence[str] = ("theta", "sigma2"), *, rhat_max: float = 1.01,
-                ess_per_chain: float = 100.0) -> Convergence:
+def convergence(
+    idata: Any, var_names: Sequence[str] = ("theta", "sigma2"), *, rhat_max: float = 1.01, ess_per_chain: float = 100.0
+) -> Convergence:
     """R-hat and ESS of ``var_names`` in ``idata.posterior``; the thresholds are those of
     Vehtari et al. (2021): R-hat <= 1.01 and ESS >= 100 per chain."""
     import arviz as az
 
     names = [v for v in var_names if v in idata.posterior]
     post = idata.posterior[names]
-    div = int(idata.sample_stats["diverging"].sum()) if "sample_stats" in idata and \
-        "diverging" in idata.sample_stats else 0
+    div = (
+        int(idata.sample_stats["diverging"].sum())
+        if "sample_stats" in idata and "diverging" in idata.sample_stats
+        else 0
+    )
     num_chains = int(post.sizes["chain"])
-    return Convergence(_scalar_values(az.rhat(post, method="rank"), names),
-                       _scalar_values(az.ess(post, method="bulk"), names),
-                       _scalar_values(az.ess(post, method="tail"), names), div, num_chains, rhat_max,
-                       ess_per_chain * num_chains)
+    return Convergence(
+        _scalar_values(az.rhat(post, method="rank"), names),
+        _scalar_values(az.ess(post, method="bulk"), names),
+        _scalar_values(az.ess(post, method="tail"), names),
+        div,
+        num_chains,
+        rhat_max,
+        ess_per_chain * num_chains,
+    )
 
 
 # -- release noise against signal ----------------------------------------------------------------
+
 
 def noise_to_signal(S_tilde: Any, sigma_S: Any) -> np.ndarray:
     """Per party, the expected spectral norm of the release noise in ``S~_j`` against its smallest

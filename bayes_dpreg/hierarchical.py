@@ -19,15 +19,16 @@ kernels (:mod:`bayes_dpreg.kernels`) evaluate their ``log_prob``.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
-from numpyro.infer.util import log_density
 from jax import Array
+from numpyro.infer.util import log_density
 
 from .linalg import nearest_psd
 from .prior import ResolvedPrior
@@ -69,8 +70,12 @@ class ModelData(NamedTuple):
 
 def model_data(st: StackedStats) -> ModelData:
     return ModelData(
-        jnp.asarray(st.S), jnp.asarray(st.z), jnp.asarray(st.n, dtype=jnp.float64),
-        jnp.asarray(st.sigma_S), jnp.asarray(st.sigma_z), jnp.asarray(float(st.y_bound.max())),
+        jnp.asarray(st.S),
+        jnp.asarray(st.z),
+        jnp.asarray(st.n, dtype=jnp.float64),
+        jnp.asarray(st.sigma_S),
+        jnp.asarray(st.sigma_z),
+        jnp.asarray(float(st.y_bound.max())),
     )
 
 
@@ -102,8 +107,9 @@ def log_marginal_S(S: Array, data: ModelData, pr: ResolvedPrior) -> Array:
     post = sigma_x_conditional(S.sum(0), data.n.sum(), pr)
     d = S.shape[-1]
     Sigma = post.scale_matrix / (post.concentration + d + 1.0)
-    return (S_prior_dist(Sigma, data).log_prob(S).sum() + prior_dists(pr)["Sigma_x"].log_prob(Sigma)
-            - post.log_prob(Sigma))
+    return (
+        S_prior_dist(Sigma, data).log_prob(S).sum() + prior_dists(pr)["Sigma_x"].log_prob(Sigma) - post.log_prob(Sigma)
+    )
 
 
 def z_dist(S: Array, theta: Array, sigma2: Array, sigma_z: Array) -> dist.MultivariateNormal:
@@ -170,8 +176,9 @@ def fixeds_model(data: ModelData, prior: ResolvedPrior, observe: bool = True) ->
     theta = numpyro.sample("theta", pd["theta"])
     sigma2 = numpyro.sample("sigma2", pd["sigma2"])
     with numpyro.plate("party", data.n.shape[0]):
-        numpyro.sample("z_tilde", z_dist(data.S_tilde, theta, sigma2, data.sigma_z),
-                       obs=data.z_tilde if observe else None)
+        numpyro.sample(
+            "z_tilde", z_dist(data.S_tilde, theta, sigma2, data.sigma_z), obs=data.z_tilde if observe else None
+        )
 
 
 def fixeds_data(data: ModelData) -> ModelData:

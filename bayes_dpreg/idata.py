@@ -30,14 +30,15 @@ Every group's ``attrs`` carry ``created_by``, ``bayes_dpreg_version``, ``method`
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .linalg import nearest_psd
 from .hierarchical import prior_dists, z_dist
+from .linalg import nearest_psd
 
 if TYPE_CHECKING:
     import arviz as az
@@ -45,19 +46,33 @@ if TYPE_CHECKING:
 __all__ = ["DIMS", "LATENT", "PRIOR_DRAWS", "build"]
 
 DIMS = {
-    "theta": ["coef"], "Sigma_x": ["row", "col"], "S": ["party", "row", "col"], "mu_x": ["row"],
-    "b": ["party", "row"], "Sx": ["party", "row", "col"],
-    "S_tilde": ["party", "coef", "coef_col"], "z_tilde": ["party", "coef"], "n": ["party"], "sigma_S": ["party"],
-    "sigma_z": ["party"], "x_bound": ["party"], "y_bound": ["party"], "epsilon": ["party"], "delta": ["party"],
-    "accept_prob_S": ["party"], "alpha": ["party"], "accept_prob_eigen": ["direction"],
+    "theta": ["coef"],
+    "Sigma_x": ["row", "col"],
+    "S": ["party", "row", "col"],
+    "mu_x": ["row"],
+    "b": ["party", "row"],
+    "Sx": ["party", "row", "col"],
+    "S_tilde": ["party", "coef", "coef_col"],
+    "z_tilde": ["party", "coef"],
+    "n": ["party"],
+    "sigma_S": ["party"],
+    "sigma_z": ["party"],
+    "x_bound": ["party"],
+    "y_bound": ["party"],
+    "epsilon": ["party"],
+    "delta": ["party"],
+    "accept_prob_S": ["party"],
+    "alpha": ["party"],
+    "accept_prob_eigen": ["direction"],
 }
 LATENT = ("S", "Sigma_x", "mu_x", "b", "Sx")
 PRIOR_DRAWS = 500
 
 
 @jax.jit
-def _predictive(theta: jax.Array, sigma2: jax.Array, S: jax.Array, z: jax.Array, sigma_z: jax.Array,
-                key: jax.Array) -> tuple[jax.Array, jax.Array]:
+def _predictive(
+    theta: jax.Array, sigma2: jax.Array, S: jax.Array, z: jax.Array, sigma_z: jax.Array, key: jax.Array
+) -> tuple[jax.Array, jax.Array]:
     """Per draw ``(log p(z~_j | draw) for each party, a replicate of z~)``; ``S`` per draw ``(N, J, d, d)``."""
     keys = jax.random.split(key, theta.shape[0])
 
@@ -72,8 +87,9 @@ def _flat(a: np.ndarray, lead: int) -> np.ndarray:
     return np.asarray(a).reshape((-1,) + np.shape(a)[lead:])
 
 
-def _predictive_groups(post: dict, latent: dict, st: Any, sigma2_fixed: float | None,
-                       key: jax.Array) -> tuple[dict, dict]:
+def _predictive_groups(
+    post: dict, latent: dict, st: Any, sigma2_fixed: float | None, key: jax.Array
+) -> tuple[dict, dict]:
     theta = np.asarray(post["theta"])
     chains, draws = theta.shape[:2]
     N = chains * draws
@@ -82,10 +98,13 @@ def _predictive_groups(post: dict, latent: dict, st: Any, sigma2_fixed: float | 
         S = _flat(latent["S"], 2)
     else:
         S = np.broadcast_to(np.asarray(nearest_psd(jnp.asarray(st.S))), (N,) + np.shape(st.S))
-    ll, rep = _predictive(jnp.asarray(_flat(theta, 2)), jnp.asarray(s2), jnp.asarray(S), jnp.asarray(st.z),
-                          jnp.asarray(st.sigma_z), key)
-    return ({"z_tilde": np.asarray(ll).reshape(chains, draws, -1)},
-            {"z_tilde": np.asarray(rep).reshape(chains, draws, *np.shape(st.z))})
+    ll, rep = _predictive(
+        jnp.asarray(_flat(theta, 2)), jnp.asarray(s2), jnp.asarray(S), jnp.asarray(st.z), jnp.asarray(st.sigma_z), key
+    )
+    return (
+        {"z_tilde": np.asarray(ll).reshape(chains, draws, -1)},
+        {"z_tilde": np.asarray(rep).reshape(chains, draws, *np.shape(st.z))},
+    )
 
 
 def _prior_groups(pr: Any, st: Any, sigma2_fixed: float | None, key: jax.Array) -> tuple[dict, dict]:
@@ -102,31 +121,60 @@ def _prior_groups(pr: Any, st: Any, sigma2_fixed: float | None, key: jax.Array) 
 def _attrs(sampler: Any, st: Any) -> dict:
     from . import __version__
 
-    return {"created_by": "bayes_dpreg", "bayes_dpreg_version": __version__, "inference_library": "bayes_dpreg",
-            "inference_library_version": __version__, "method": sampler.name,
-            "epsilon": float(np.max(st.epsilon)), "delta": float(np.max(st.delta))}
+    return {
+        "created_by": "bayes_dpreg",
+        "bayes_dpreg_version": __version__,
+        "inference_library": "bayes_dpreg",
+        "inference_library_version": __version__,
+        "method": sampler.name,
+        "epsilon": float(np.max(st.epsilon)),
+        "delta": float(np.max(st.delta)),
+    }
 
 
-def build(res: Any, st: Any, pr: Any, sampler: Any, coef_names: Sequence[str], party_names: Sequence[str],
-          features: Sequence[str], key: jax.Array) -> az.InferenceData:
+def build(
+    res: Any,
+    st: Any,
+    pr: Any,
+    sampler: Any,
+    coef_names: Sequence[str],
+    party_names: Sequence[str],
+    features: Sequence[str],
+    key: jax.Array,
+) -> az.InferenceData:
     """Assemble the groups above from a sampler's :class:`~bayes_dpreg.samplers.base.MethodResult`."""
     import arviz as az
 
     post = {k: v for k, v in res.posterior.items() if k not in LATENT}
     latent = {k: v for k, v in res.posterior.items() if k in LATENT}
-    coords = {"coef": list(coef_names), "party": list(party_names), "row": list(features), "col": list(features),
-              "coef_col": list(coef_names), "direction": np.arange(len(features))}
+    coords = {
+        "coef": list(coef_names),
+        "party": list(party_names),
+        "row": list(features),
+        "col": list(features),
+        "coef_col": list(coef_names),
+        "direction": np.arange(len(features)),
+    }
     groups: dict[str, Any] = dict(
-        posterior=post, sample_stats=res.sample_stats,
+        posterior=post,
+        sample_stats=res.sample_stats,
         observed_data={"S_tilde": st.S, "z_tilde": st.z},
-        constant_data={"n": st.n, "sigma_S": st.sigma_S, "sigma_z": st.sigma_z, "x_bound": st.x_bound,
-                       "y_bound": st.y_bound, "epsilon": st.epsilon, "delta": st.delta},
+        constant_data={
+            "n": st.n,
+            "sigma_S": st.sigma_S,
+            "sigma_z": st.sigma_z,
+            "x_bound": st.x_bound,
+            "y_bound": st.y_bound,
+            "epsilon": st.epsilon,
+            "delta": st.delta,
+        },
     )
     if sampler.kind != "point":
         sigma2_fixed = res.attrs.get("sigma2_fixed") if "sigma2" not in post else None
         k_post, k_prior = jax.random.split(key)
         groups["log_likelihood"], groups["posterior_predictive"] = _predictive_groups(
-            post, latent, st, sigma2_fixed, k_post)
+            post, latent, st, sigma2_fixed, k_post
+        )
         groups["prior"], groups["prior_predictive"] = _prior_groups(pr, st, sigma2_fixed, k_prior)
     dims = dict(DIMS)
     idata = az.from_dict(**groups, coords=coords, dims=dims)

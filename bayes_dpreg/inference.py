@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
@@ -25,12 +26,12 @@ if TYPE_CHECKING:  # arviz loads in about 0.7 s: only when a fit is made
 from .cache import enable_compilation_cache
 from .diagnostics import ConvergenceWarning, convergence, noise_to_signal
 from .idata import build as build_idata
+from .precision import x64
 from .prior import ModelSpec, Prior, load_model, prior_scales
 from .release import NoisyStats, as_stats_list, check_distinct, stack_stats, warn_if_not_private
 from .samplers import DEFAULT_METHOD, SAMPLERS, Sampler
 from .samplers import get as get_sampler
 from .samplers.fast import fast_sigma2
-from .precision import x64
 
 __all__ = ["fit", "fast_sigma2", "METHODS", "resolve_prior", "NoiseWarning", "NOISE_TO_SIGNAL_MAX"]
 
@@ -65,22 +66,28 @@ def _check_statistics(sampler: Sampler, stats: list[NoisyStats], d: int, n: np.n
     wrong = [j for j, s in enumerate(stats) if s.mechanism not in sampler.mechanisms]
     if wrong:
         mech = sampler.mechanisms[0]
-        raise ValueError(f"method {sampler.name!r} needs statistics released with {_RELEASE_FN[mech]} "
-                         f"(mechanism {mech!r}); parties {wrong} used another mechanism")
+        raise ValueError(
+            f"method {sampler.name!r} needs statistics released with {_RELEASE_FN[mech]} "
+            f"(mechanism {mech!r}); parties {wrong} used another mechanism"
+        )
     flags = {bool(s.meta.get("intercept", False)) for s in stats}
     if len(flags) > 1:
         raise ValueError("some parties released with intercept=True and some without")
     intercept = flags.pop()
     if intercept and sampler.centred_features:
-        raise ValueError(f"method {sampler.name!r} assumes zero-mean features; for statistics released with "
-                         "intercept=True use 'normalx-intercept', 'fixeds' or 'fast'")
+        raise ValueError(
+            f"method {sampler.name!r} assumes zero-mean features; for statistics released with "
+            "intercept=True use 'normalx-intercept', 'fixeds' or 'fast'"
+        )
     if sampler.needs_intercept and not intercept:
         raise ValueError(f"method {sampler.name!r} needs statistics released with intercept=True")
     if sampler.needs_wishart:
         small = [(j, int(nj)) for j, nj in enumerate(n) if nj <= d + 1]
         if small:
-            raise ValueError(f"method {sampler.name!r} models S_j ~ Wishart(Sigma_x, n_j) and needs n_j > d + 1 = "
-                             f"{d + 1}; parties (index, n_j) {small} are too small (use 'fixeds' or 'fast')")
+            raise ValueError(
+                f"method {sampler.name!r} models S_j ~ Wishart(Sigma_x, n_j) and needs n_j > d + 1 = "
+                f"{d + 1}; parties (index, n_j) {small} are too small (use 'fixeds' or 'fast')"
+            )
     return intercept
 
 
@@ -168,8 +175,9 @@ def fit(
     pr = prior_obj.resolve_intercept(d - 1, scales) if sampler.needs_intercept else prior_obj.resolve(d, scales)
     unknown = set(options) - set(sampler.options)
     if unknown:
-        raise TypeError(f"method {sampler.name!r}: unexpected options {sorted(unknown)}; it takes "
-                        f"{sorted(sampler.options)}")
+        raise TypeError(
+            f"method {sampler.name!r}: unexpected options {sorted(unknown)}; it takes {sorted(sampler.options)}"
+        )
     res = sampler.run(st, pr, jax.random.key(seed), num_chains, num_samples, num_warmup, **options)
     _check_finite(sampler.name, res.posterior)
     features = names[1:] if sampler.needs_intercept else names
@@ -220,8 +228,12 @@ def _warn_if_unreliable(sampler: Sampler, idata: az.InferenceData, st: Any) -> N
     """ConvergenceWarning for MCMC output that has not mixed; NoiseWarning for the fixed-S methods."""
     if sampler.kind == "mcmc":
         conv = convergence(idata)
-        idata.posterior.attrs.update(max_rhat=conv.max_rhat, min_ess_bulk=conv.min_ess_bulk,
-                                     min_ess_tail=conv.min_ess_tail, converged=int(conv.ok))
+        idata.posterior.attrs.update(
+            max_rhat=conv.max_rhat,
+            min_ess_bulk=conv.min_ess_bulk,
+            min_ess_tail=conv.min_ess_tail,
+            converged=int(conv.ok),
+        )
         if not conv.ok:
             warnings.warn(conv.message(sampler.name), ConvergenceWarning, stacklevel=3)
     if not sampler.models_release_noise and sampler.kind != "point":
@@ -232,7 +244,10 @@ def _warn_if_unreliable(sampler: Sampler, idata: az.InferenceData, st: Any) -> N
                 f"method {sampler.name!r} treats nearestPSD(S~_j) as the exact S_j, but the release noise is not "
                 f"negligible (noise-to-signal {np.max(ratio):.3g} > {NOISE_TO_SIGNAL_MAX} in party "
                 f"{int(np.argmax(ratio))}): its intervals are too narrow. Use the default method "
-                f"'{DEFAULT_METHOD}', which models the noise.", NoiseWarning, stacklevel=3)
+                f"'{DEFAULT_METHOD}', which models the noise.",
+                NoiseWarning,
+                stacklevel=3,
+            )
 
 
 def _check_finite(method: str, draws: dict[str, np.ndarray]) -> None:

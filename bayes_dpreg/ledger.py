@@ -26,9 +26,10 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 __all__ = ["BudgetExceededError", "LedgerEntry", "PrivacyLedger", "LEDGER_FORMAT", "reserve"]
 
@@ -59,18 +60,26 @@ class LedgerEntry:
         return tuple(s / d for s, d in zip(self.sigmas, self.sensitivities))
 
 
-def _composed_epsilon(entries: Sequence["LedgerEntry"], delta: float) -> float:
+def _composed_epsilon(entries: Sequence[LedgerEntry], delta: float) -> float:
     """Epsilon at ``delta`` of all entries composed, by privacy-loss distributions: each Gaussian
     component by its own PLD, and an entry with no Gaussian component (the pure-DP bound
     proposal, :mod:`bayes_dpreg.bounds`) by the PLD of a generic ``(epsilon, delta)``-DP
     mechanism, which dominates every mechanism with that guarantee."""
-    from dp_accounting.pld import common, privacy_loss_distribution as pldlib
+    from dp_accounting.pld import common
+    from dp_accounting.pld import privacy_loss_distribution as pldlib
 
-    plds = [pldlib.from_gaussian_mechanism(m, value_discretization_interval=_PLD_INTERVAL)
-            for e in entries for m in e.noise_multipliers]
-    plds += [pldlib.from_privacy_parameters(common.DifferentialPrivacyParameters(e.epsilon, e.delta),
-                                            value_discretization_interval=_PLD_INTERVAL)
-             for e in entries if not e.sigmas]
+    plds = [
+        pldlib.from_gaussian_mechanism(m, value_discretization_interval=_PLD_INTERVAL)
+        for e in entries
+        for m in e.noise_multipliers
+    ]
+    plds += [
+        pldlib.from_privacy_parameters(
+            common.DifferentialPrivacyParameters(e.epsilon, e.delta), value_discretization_interval=_PLD_INTERVAL
+        )
+        for e in entries
+        if not e.sigmas
+    ]
     if not plds:
         return 0.0
     total = plds[0]
@@ -90,16 +99,22 @@ class PrivacyLedger:
     existing ledger must equal the recorded one (a budget is raised only by editing the
     file, deliberately)."""
 
-    def __init__(self, path: str | os.PathLike, epsilon_budget: float | None = None,
-                 delta_budget: float | None = None, source: str = "") -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        epsilon_budget: float | None = None,
+        delta_budget: float | None = None,
+        source: str = "",
+    ) -> None:
         self.path = Path(path)
         with self._locked():
             if self.path.exists():
                 doc = self._read()
                 for name, given in (("epsilon", epsilon_budget), ("delta", delta_budget)):
                     if given is not None and float(given) != doc["budget"][name]:
-                        raise ValueError(f"{self.path}: the recorded {name} budget is {doc['budget'][name]!r}, "
-                                         f"not {given!r}")
+                        raise ValueError(
+                            f"{self.path}: the recorded {name} budget is {doc['budget'][name]!r}, not {given!r}"
+                        )
             else:
                 if epsilon_budget is None or delta_budget is None:
                     raise ValueError(f"{self.path} does not exist: give epsilon_budget and delta_budget to create it")
@@ -107,8 +122,13 @@ class PrivacyLedger:
                     raise ValueError(f"epsilon_budget must be a finite number > 0, got {epsilon_budget!r}")
                 if not 0 < delta_budget < 1:
                     raise ValueError(f"delta_budget must be in (0, 1), got {delta_budget!r}")
-                doc = {"format": LEDGER_FORMAT, "version": _VERSION, "source": source,
-                       "budget": {"epsilon": float(epsilon_budget), "delta": float(delta_budget)}, "entries": []}
+                doc = {
+                    "format": LEDGER_FORMAT,
+                    "version": _VERSION,
+                    "source": source,
+                    "budget": {"epsilon": float(epsilon_budget), "delta": float(delta_budget)},
+                    "entries": [],
+                }
                 self._write(doc)
 
     # ------------------------------------------------------------------ file
@@ -128,8 +148,9 @@ class PrivacyLedger:
         except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{self.path}: not a readable privacy ledger ({exc})") from None
         if not isinstance(doc, dict) or doc.get("format") != LEDGER_FORMAT or doc.get("version") != _VERSION:
-            raise ValueError(f"{self.path}: not a bayes_dpreg privacy ledger (format {LEDGER_FORMAT!r}, "
-                             f"version {_VERSION})")
+            raise ValueError(
+                f"{self.path}: not a bayes_dpreg privacy ledger (format {LEDGER_FORMAT!r}, version {_VERSION})"
+            )
         return doc
 
     def _write(self, doc: dict[str, Any]) -> None:
@@ -156,15 +177,21 @@ class PrivacyLedger:
 
     @staticmethod
     def _entries(doc: dict[str, Any]) -> list[LedgerEntry]:
-        return [LedgerEntry(**{**e, "sigmas": tuple(e["sigmas"]), "sensitivities": tuple(e["sensitivities"])})
-                for e in doc["entries"]]
+        return [
+            LedgerEntry(**{**e, "sigmas": tuple(e["sigmas"]), "sensitivities": tuple(e["sensitivities"])})
+            for e in doc["entries"]
+        ]
 
     @classmethod
     def _totals(cls, doc: dict[str, Any], extra: Sequence[LedgerEntry]) -> dict[str, float]:
         entries = [*cls._entries(doc), *extra]
         delta_b = doc["budget"]["delta"]
-        return {"epsilon_pld": _composed_epsilon(entries, delta_b), "delta": delta_b,
-                "epsilon_basic": sum(e.epsilon for e in entries), "delta_basic": sum(e.delta for e in entries)}
+        return {
+            "epsilon_pld": _composed_epsilon(entries, delta_b),
+            "delta": delta_b,
+            "epsilon_basic": sum(e.epsilon for e in entries),
+            "delta_basic": sum(e.delta for e in entries),
+        }
 
     def spent(self, extra: Sequence[LedgerEntry] = ()) -> dict[str, float]:
         """The total so far (plus ``extra``): the accountant's epsilon at the budget's delta, and
@@ -179,7 +206,8 @@ class PrivacyLedger:
         raise BudgetExceededError(
             f"{self.path}: this release ({entry.mechanism}, eps = {entry.epsilon:g}, delta = {entry.delta:g}) "
             f"would bring the total to eps = {min(s['epsilon_pld'], s['epsilon_basic']):.4g} at delta = "
-            f"{delta_b:g}, over the budget ({eps_b:g}, {delta_b:g}); nothing was released")
+            f"{delta_b:g}, over the budget ({eps_b:g}, {delta_b:g}); nothing was released"
+        )
 
     def check(self, entry: LedgerEntry) -> None:
         """Raise :class:`BudgetExceededError` if ``entry`` would exceed the budget."""
@@ -197,31 +225,55 @@ class PrivacyLedger:
     def table(self) -> str:
         """The ledger as text: one line per release and the totals."""
         eps_b, delta_b = self.budget
-        lines = [f"privacy ledger {self.path}: budget (eps, delta) = ({eps_b:g}, {delta_b:g})",
-                 f"{'time (UTC)':<20} {'name':<16} {'mechanism':<9} {'noise':<8} {'eps':>7} {'delta':>9} "
-                 f"{'sigma / sensitivity':>22}"]
+        lines = [
+            f"privacy ledger {self.path}: budget (eps, delta) = ({eps_b:g}, {delta_b:g})",
+            f"{'time (UTC)':<20} {'name':<16} {'mechanism':<9} {'noise':<8} {'eps':>7} {'delta':>9} "
+            f"{'sigma / sensitivity':>22}",
+        ]
         for e in self.entries:
             mult = ", ".join(f"{m:.4g}" for m in e.noise_multipliers) or "pure eps-DP"
-            lines.append(f"{e.time[:19]:<20} {e.name[:16]:<16} {e.mechanism:<9} {e.noise:<8} {e.epsilon:>7.4g} "
-                         f"{e.delta:>9.3g} {mult:>22}")
+            lines.append(
+                f"{e.time[:19]:<20} {e.name[:16]:<16} {e.mechanism:<9} {e.noise:<8} {e.epsilon:>7.4g} "
+                f"{e.delta:>9.3g} {mult:>22}"
+            )
         s = self.spent()
-        lines.append(f"spent: eps = {s['epsilon_pld']:.4g} at delta = {delta_b:g} (PLD accountant, dp_accounting); "
-                     f"basic composition ({s['epsilon_basic']:.4g}, {s['delta_basic']:.3g})")
+        lines.append(
+            f"spent: eps = {s['epsilon_pld']:.4g} at delta = {delta_b:g} (PLD accountant, dp_accounting); "
+            f"basic composition ({s['epsilon_basic']:.4g}, {s['delta_basic']:.3g})"
+        )
         return "\n".join(lines)
 
 
-def reserve(ledger: "PrivacyLedger | str | os.PathLike | None", mechanism: str, name: str, epsilon: float,
-            delta: float, noise: str, release_id: str, components: Sequence[tuple[float, float]] = ()) -> None:
+def reserve(
+    ledger: PrivacyLedger | str | os.PathLike | None,
+    mechanism: str,
+    name: str,
+    epsilon: float,
+    delta: float,
+    noise: str,
+    release_id: str,
+    components: Sequence[tuple[float, float]] = (),
+) -> None:
     """Record a release in ``ledger`` (a :class:`PrivacyLedger` or the path of one; ``None``: no
     ledger), or refuse it with :class:`BudgetExceededError`: called before any noise is drawn.
     ``components``: its Gaussian mechanisms as ``(sigma, sensitivity)``; none for a pure-DP entry."""
     if ledger is None:
         return
     book = ledger if isinstance(ledger, PrivacyLedger) else PrivacyLedger(ledger)
-    book.record(LedgerEntry(time=now(), release_id=release_id, name=name, mechanism=mechanism, noise=noise,
-                            epsilon=float(epsilon), delta=float(delta), sigmas=tuple(c[0] for c in components),
-                            sensitivities=tuple(c[1] for c in components)))
+    book.record(
+        LedgerEntry(
+            time=now(),
+            release_id=release_id,
+            name=name,
+            mechanism=mechanism,
+            noise=noise,
+            epsilon=float(epsilon),
+            delta=float(delta),
+            sigmas=tuple(c[0] for c in components),
+            sensitivities=tuple(c[1] for c in components),
+        )
+    )
 
 
 def now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat()
+    return _dt.datetime.now(_dt.UTC).isoformat()

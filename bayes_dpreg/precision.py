@@ -13,7 +13,8 @@ to run in 32-bit mode (:func:`require_x64`) rather than lose precision silently.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import jax
 import numpy as np
@@ -42,5 +43,7 @@ def x64(fn: F) -> F:
 def require_x64(what: str) -> None:
     """Raise unless JAX is in 64-bit mode here (inside :func:`x64` or after :func:`enable_x64`)."""
     if jax.dtypes.canonicalize_dtype(np.float64) != np.float64:  # 32-bit mode canonicalises it to float32
-        raise RuntimeError(f"{what} computes in float64: call bayes_dpreg.enable_x64() first "
-                           "(bayes_dpreg.fit, compare and the CLI do this for you)")
+        raise RuntimeError(
+            f"{what} computes in float64: call bayes_dpreg.enable_x64() first "
+            "(bayes_dpreg.fit, compare and the CLI do this for you)"
+        )

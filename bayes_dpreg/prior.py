@@ -1,4 +1,5 @@
-"""Prior hyperparameters and model specifications (TOML files in ``bayes_dpreg/model_specs``, ``models/`` in the repository).
+"""Prior hyperparameters and model specifications (TOML files in ``bayes_dpreg/model_specs``,
+``models/`` in the repository).
 
 The hierarchical model (Alparslan et al. 2023, eqs. 4 and 10):
 
@@ -144,20 +145,24 @@ class Prior:
             if name == "b" and v == AUTO:
                 continue
             if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise ValueError(f"prior {name} must be a finite number > 0" + (" or 'auto'" if name == "b" else "")
-                                 + f", got {v!r}")
+                raise ValueError(
+                    f"prior {name} must be a finite number > 0" + (" or 'auto'" if name == "b" else "") + f", got {v!r}"
+                )
         for name in ("C", "Lambda", "m", "nig_precision", "mu_x", "mu_x_cov"):
             v = getattr(self, name)
             if isinstance(v, str) and not (v == AUTO and name in ("C", "Lambda")):
-                raise ValueError(f"prior {name} must be a number, vector or matrix"
-                                 + (" or 'auto'" if name in ("C", "Lambda") else "") + f", got {v!r}")
+                raise ValueError(
+                    f"prior {name} must be a number, vector or matrix"
+                    + (" or 'auto'" if name in ("C", "Lambda") else "")
+                    + f", got {v!r}"
+                )
 
     @property
     def is_auto(self) -> bool:
         """Whether some hyperparameter is ``"auto"`` (resolved against :class:`PriorScales`)."""
         return any(_is_auto(v) for v in (self.C, self.b, self.Lambda))
 
-    def autoscaled(self, scales: PriorScales, d: int | None = None) -> "Prior":
+    def autoscaled(self, scales: PriorScales, d: int | None = None) -> Prior:
         """This prior with every ``"auto"`` hyperparameter made concrete from ``scales``.
 
         The rule (a weakly informative prior on the scale the public information implies):
@@ -200,8 +205,10 @@ class Prior:
         statistics; :func:`bayes_dpreg.fit` passes them)."""
         if self.is_auto:
             if scales is None:
-                raise ValueError("this prior has 'auto' hyperparameters, scaled to the released statistics: "
-                                 "resolve it with scales=prior_scales(stats), or give C, b and Lambda")
+                raise ValueError(
+                    "this prior has 'auto' hyperparameters, scaled to the released statistics: "
+                    "resolve it with scales=prior_scales(stats), or give C, b and Lambda"
+                )
             return self.autoscaled(scales, d).resolve(d)
         kappa = d + 1.0 if self.kappa is None else float(self.kappa)
         if not kappa > d - 1:
@@ -232,11 +239,15 @@ class Prior:
             return replace(self.autoscaled(scales, d + 1), Lambda=lam).resolve_intercept(d)
         full = replace(self, Lambda=1.0, kappa=None).resolve(d + 1)
         feat_pr = replace(self, m=0.0, C=1.0, nig_precision=None).resolve(d)
-        return full._replace(Lambda=feat_pr.Lambda, kappa=feat_pr.kappa, mu_x=_vector("mu_x", self.mu_x, d),
-                             mu_x_cov=_spd("mu_x_cov", self.mu_x_cov, d))
+        return full._replace(
+            Lambda=feat_pr.Lambda,
+            kappa=feat_pr.kappa,
+            mu_x=_vector("mu_x", self.mu_x, d),
+            mu_x_cov=_spd("mu_x_cov", self.mu_x_cov, d),
+        )
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Prior":
+    def from_dict(cls, data: dict[str, Any]) -> Prior:
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:
@@ -244,7 +255,7 @@ class Prior:
         return cls(**data)
 
     @classmethod
-    def from_toml(cls, path: str | os.PathLike) -> "Prior":
+    def from_toml(cls, path: str | os.PathLike) -> Prior:
         """The ``[prior]`` table of a model specification file."""
         return load_model(path).prior
 
@@ -264,8 +275,9 @@ def bundled_models() -> list[str]:
     also reachable as ``models/`` in the repository)."""
     from importlib import resources
 
-    return sorted(f.name[:-5] for f in (resources.files("bayes_dpreg") / "model_specs").iterdir()
-                  if f.name.endswith(".toml"))
+    return sorted(
+        f.name[:-5] for f in (resources.files("bayes_dpreg") / "model_specs").iterdir() if f.name.endswith(".toml")
+    )
 
 
 def load_model(path: str | os.PathLike) -> ModelSpec:
@@ -280,7 +292,9 @@ def load_model(path: str | os.PathLike) -> ModelSpec:
     else:
         path = Path(path)
         if not path.exists():
-            raise FileNotFoundError(f"{path}: no such model file, and not a bundled model ({', '.join(bundled_models())})")
+            raise FileNotFoundError(
+                f"{path}: no such model file, and not a bundled model ({', '.join(bundled_models())})"
+            )
         text = path.read_text()
     try:
         doc = tomllib.loads(text)

@@ -114,7 +114,8 @@ def _bracket_root(f, start: float = 1.0) -> tuple[float, float]:
 
 def _algorithm1(eps: float, delta: float, root) -> float:
     """Balle & Wang (2018), Algorithm 1 at unit sensitivity, with ``root(w)`` in the first term:
-    ``B+(v) = Phi(root(v)) - e^eps Phi(-sqrt(eps (v + 2)))``, ``B-(u) = Phi(-root(u)) - e^eps Phi(-sqrt(eps (u + 2)))``."""
+    ``B+(v) = Phi(root(v)) - e^eps Phi(-sqrt(eps (v + 2)))``,
+    ``B-(u) = Phi(-root(u)) - e^eps Phi(-sqrt(eps (u + 2)))``."""
     from scipy.optimize import brentq  # scipy.optimize loads in about 0.3 s: only when calibrating
 
     tail = lambda w: math.exp(eps + log_ndtr(-math.sqrt(eps * (w + 2.0))))
@@ -171,9 +172,7 @@ def classical_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 
 BOUND_RANGE = (1e-50, 1e50)  # declared bounds; keeps bound**4 and the released S within float64
 
 
-def ssp_sensitivity(
-    x_bound: float, y_bound: float, neighbouring: Neighbouring = "replace"
-) -> dict[str, float]:
+def ssp_sensitivity(x_bound: float, y_bound: float, neighbouring: Neighbouring = "replace") -> dict[str, float]:
     """L2 sensitivities of the released ``[upper(S), z]`` from declared bounds.
 
     Returns a dict with keys ``"joint"`` (the whole vector), ``"S"`` (the upper
@@ -193,8 +192,10 @@ def ssp_sensitivity(
     for name, v in (("x_bound", x_bound), ("y_bound", y_bound)):
         _check_positive(name, v)
         if not BOUND_RANGE[0] <= v <= BOUND_RANGE[1]:
-            raise ValueError(f"{name} = {v!r} is outside [{BOUND_RANGE[0]:g}, {BOUND_RANGE[1]:g}]: rescale the data "
-                             "(the sensitivity grows with the bound to the fourth power and must stay finite)")
+            raise ValueError(
+                f"{name} = {v!r} is outside [{BOUND_RANGE[0]:g}, {BOUND_RANGE[1]:g}]: rescale the data "
+                "(the sensitivity grows with the bound to the fourth power and must stay finite)"
+            )
     B2, Y2 = x_bound**2, y_bound**2
     if neighbouring == "replace":
         if Y2 <= 2.0 * B2:
@@ -274,8 +275,12 @@ def discrete_gaussian(values: np.ndarray, sigma: float, k: int) -> np.ndarray:
 
     dp.enable_features("contrib")
     flat = np.ascontiguousarray(values, dtype=np.float64).ravel()
-    meas = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=float, nan=False), size=flat.size),
-                              dp.l2_distance(T=float), scale=float(sigma), k=int(k))
+    meas = dp.m.make_gaussian(
+        dp.vector_domain(dp.atom_domain(T=float, nan=False), size=flat.size),
+        dp.l2_distance(T=float),
+        scale=float(sigma),
+        k=int(k),
+    )
     return np.asarray(meas(flat.tolist()), dtype=np.float64).reshape(np.shape(values))
 
 
@@ -342,15 +347,25 @@ def _public_size(d: int | None, n: int | None) -> tuple[int, int]:
     return int(d), int(n)
 
 
-def _discrete_ssp(epsilon: float, delta: float, x_bound: float, y_bound: float, neighbouring: Neighbouring,
-                  sens: dict[str, float], d: int | None, n: int | None) -> tuple[Calibration, Calibration]:
+def _discrete_ssp(
+    epsilon: float,
+    delta: float,
+    x_bound: float,
+    y_bound: float,
+    neighbouring: Neighbouring,
+    sens: dict[str, float],
+    d: int | None,
+    n: int | None,
+) -> tuple[Calibration, Calibration]:
     d, n = _public_size(d, n)
     m_S, mag_S, mag_z = d * (d + 1) // 2, n * x_bound**2, n * x_bound * y_bound
     s_j, k_j = discrete_sigma(epsilon, delta, sens["joint"], m_S + d, max(mag_S, mag_z))
     s_S, k_S = discrete_sigma(epsilon / 2.0, delta / 2.0, sens["S"], m_S, mag_S)
     s_z, k_z = discrete_sigma(epsilon / 2.0, delta / 2.0, sens["z"], d, mag_z)
-    return (Calibration(s_j, s_j, "joint", neighbouring, "discrete", k_j, k_j),
-            Calibration(s_S, s_z, "split", neighbouring, "discrete", k_S, k_z))
+    return (
+        Calibration(s_j, s_j, "joint", neighbouring, "discrete", k_j, k_j),
+        Calibration(s_S, s_z, "split", neighbouring, "discrete", k_S, k_z),
+    )
 
 
 def _as_published(epsilon: float, delta: float, x_bound: float, y_bound: float) -> Calibration:
@@ -392,7 +407,9 @@ def discrete_bs(epsilon: float, delta: float, x_bound: float, y_bound: float, d:
     return discrete_sigma(epsilon, delta, bs_sensitivity(x_bound, y_bound, "replace"), m, mag)
 
 
-def adassp_lambda_sigma(epsilon: float, delta: float, x_bound: float, noise: NoiseKind, n: int) -> tuple[float, int | None]:
+def adassp_lambda_sigma(
+    epsilon: float, delta: float, x_bound: float, noise: NoiseKind, n: int
+) -> tuple[float, int | None]:
     """``(sigma, k)`` of adaSSP's noisy smallest eigenvalue at ``(eps/3, delta/3)``, sensitivity
     ``x_bound^2`` (App. C.2): discrete noise on the grid ``2^k`` (:func:`discrete_sigma`), or
     floating-point noise (``k = None``)."""
@@ -449,9 +466,7 @@ def row_norms(X: np.ndarray) -> np.ndarray:
     return _rows_by_peak(X)[0]
 
 
-def clip(
-    X: np.ndarray, y: np.ndarray, x_bound: float, y_bound: float
-) -> tuple[np.ndarray, np.ndarray, ClipReport]:
+def clip(X: np.ndarray, y: np.ndarray, x_bound: float, y_bound: float) -> tuple[np.ndarray, np.ndarray, ClipReport]:
     """Enforce the declared bounds: rows with ``||x|| > x_bound`` are scaled onto
     the ball of radius ``x_bound``; ``y`` is clipped to ``[-y_bound, y_bound]``.
 

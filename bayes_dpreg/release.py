@@ -26,30 +26,30 @@ import secrets
 import stat
 import tempfile
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
+from .ledger import reserve
 from .privacy import (
     Calibration,
     CalibrationKind,
     NoiseKind,
+    NotPrivateWarning,
     adassp_lambda_sigma,
+    analytic_gaussian_sigma,
     bs_sensitivity,
+    calibrate,
+    calibrate_bs,
+    check_privacy_parameters,
     discrete_bs,
     discrete_gaussian,
     ssp_sensitivity,
-    NotPrivateWarning,
-    analytic_gaussian_sigma,
-    calibrate,
-    check_privacy_parameters,
-    calibrate_bs,
     warn_if_clipped,
 )
-
-from .ledger import reserve
 
 if TYPE_CHECKING:
     from .ledger import PrivacyLedger
@@ -94,8 +94,9 @@ def _real_array(name: str, a: Any) -> np.ndarray:
     arr = np.asarray(a)
     if arr.dtype.kind not in "iuf":
         kind = {"b": "booleans", "c": "complex numbers", "O": "Python objects", "U": "strings", "S": "bytes"}
-        raise ValueError(f"{name} must hold real numbers, got {kind.get(arr.dtype.kind, arr.dtype.name)} "
-                         f"(dtype {arr.dtype})")
+        raise ValueError(
+            f"{name} must hold real numbers, got {kind.get(arr.dtype.kind, arr.dtype.name)} (dtype {arr.dtype})"
+        )
     return arr
 
 
@@ -278,8 +279,17 @@ def _expected_calibration(s: NoisyStats) -> tuple[Calibration, float | None]:
         eps, delta = s.epsilon, s.delta
     else:
         eps, delta = 2.0 * s.epsilon / 3.0, 2.0 * s.delta / 3.0
-    cal = calibrate(eps, delta, s.x_bound, s.y_bound, s.calibration, s.neighbouring,  # type: ignore[arg-type]
-                    noise=s.noise, d=s.d, n=s.n)  # type: ignore[arg-type]
+    cal = calibrate(
+        eps,
+        delta,
+        s.x_bound,
+        s.y_bound,
+        s.calibration,  # type: ignore[arg-type]
+        s.neighbouring,  # type: ignore[arg-type]
+        noise=s.noise,  # type: ignore[arg-type]
+        d=s.d,
+        n=s.n,
+    )
     sigma_lambda = None
     if s.mechanism == "adassp":
         sigma_lambda = adassp_lambda_sigma(s.epsilon, s.delta, s.x_bound, s.noise, s.n)[0]  # type: ignore[arg-type]
@@ -332,8 +342,11 @@ def _check_stats(s: NoisyStats) -> None:
             f"noise sds (sigma_S={s.sigma_S!r}, sigma_z={s.sigma_z!r}) do not match the declared "
             f"privacy parameters, which imply sigma_S={sig_S!r}, sigma_z={sig_z!r}"
         )
-    if not (_on_grid(s.S, cal.grid_S) and _on_grid(s.z, cal.grid_z)
-            and (s.u is None or _on_grid(np.array([s.u]), cal.grid_z))):
+    if not (
+        _on_grid(s.S, cal.grid_S)
+        and _on_grid(s.z, cal.grid_z)
+        and (s.u is None or _on_grid(np.array([s.u]), cal.grid_z))
+    ):
         raise ValueError(f"discrete-noise statistics must lie on their grid 2^{cal.grid_S} (and 2^{cal.grid_z})")
     if s.mechanism == "adassp":
         if s.lambda_min is None or s.sigma_lambda is None:
@@ -356,11 +369,28 @@ def _check_stats(s: NoisyStats) -> None:
 
 
 _SCHEMA: dict[str, tuple[type, ...]] = {
-    "S": (list,), "z": (list,), "n": (int,), "d": (int,), "sigma_S": (int, float), "sigma_z": (int, float),
-    "epsilon": (int, float), "delta": (int, float), "x_bound": (int, float), "y_bound": (int, float),
-    "calibration": (str,), "neighbouring": (str,), "mechanism": (str,), "lambda_min": (int, float, type(None)),
-    "sigma_lambda": (int, float, type(None)), "u": (int, float, type(None)), "sigma_u": (int, float, type(None)),
-    "name": (str,), "meta": (dict,), "release_id": (str,), "reproducible_seed": (bool,), "noise": (str,),
+    "S": (list,),
+    "z": (list,),
+    "n": (int,),
+    "d": (int,),
+    "sigma_S": (int, float),
+    "sigma_z": (int, float),
+    "epsilon": (int, float),
+    "delta": (int, float),
+    "x_bound": (int, float),
+    "y_bound": (int, float),
+    "calibration": (str,),
+    "neighbouring": (str,),
+    "mechanism": (str,),
+    "lambda_min": (int, float, type(None)),
+    "sigma_lambda": (int, float, type(None)),
+    "u": (int, float, type(None)),
+    "sigma_u": (int, float, type(None)),
+    "name": (str,),
+    "meta": (dict,),
+    "release_id": (str,),
+    "reproducible_seed": (bool,),
+    "noise": (str,),
 }
 
 
@@ -385,8 +415,9 @@ def _check_schema(path: Path, payload: dict[str, Any]) -> None:
         if isinstance(v, bool) and bool not in types:
             raise StatsFileError(f"{path}: field {key!r} must be {types[0].__name__}, got a boolean")
         if not isinstance(v, types):
-            raise StatsFileError(f"{path}: field {key!r} must be {' or '.join(t.__name__ for t in types)}, "
-                                 f"got {type(v).__name__}")
+            raise StatsFileError(
+                f"{path}: field {key!r} must be {' or '.join(t.__name__ for t in types)}, got {type(v).__name__}"
+            )
     if not all(isinstance(row, list) for row in payload["S"]):
         raise StatsFileError(f"{path}: field 'S' must be a list of rows")
     for key, values in (("S", [x for row in payload["S"] for x in row]), ("z", payload["z"])):
@@ -435,7 +466,7 @@ def load_stats(path: str | os.PathLike, *, max_bytes: int = MAX_FILE_BYTES) -> N
     return stats
 
 
-def check_distinct(stats: Sequence["NoisyStats"]) -> None:
+def check_distinct(stats: Sequence[NoisyStats]) -> None:
     """Refuse the same release twice (by ``release_id`` or identical statistics) and two parties
     with the same name: counting a party twice shrinks the posterior by sqrt(2) for nothing."""
     seen: dict[Any, int] = {}
@@ -445,8 +476,10 @@ def check_distinct(stats: Sequence["NoisyStats"]) -> None:
         for key in keys:
             if key in seen:
                 what = f"release_id {s.release_id!r}" if key[0] == "id" else "identical statistics"
-                raise ValueError(f"parties {seen[key]} and {j} are the same release ({what}): each party's "
-                                 "statistics may enter a fit once")
+                raise ValueError(
+                    f"parties {seen[key]} and {j} are the same release ({what}): each party's "
+                    "statistics may enter a fit once"
+                )
             seen[key] = j
     names = [s.name for s in stats if s.name]
     dup = sorted({nm for nm in names if names.count(nm) > 1})
@@ -454,21 +487,26 @@ def check_distinct(stats: Sequence["NoisyStats"]) -> None:
         raise ValueError(f"party names must be distinct, got {dup} more than once")
 
 
-def warn_if_not_private(stats: "NoisyStats", stacklevel: int = 3) -> None:
+def warn_if_not_private(stats: NoisyStats, stacklevel: int = 3) -> None:
     if stats.calibration == "as_published":
         warnings.warn(
             f"{stats.name or 'statistics'}: released with the authors' 'as published' noise, which does NOT "
             f"give ({stats.epsilon}, {stats.delta})-DP; for reproducing published figures only",
-            NotPrivateWarning, stacklevel=stacklevel)
+            NotPrivateWarning,
+            stacklevel=stacklevel,
+        )
     if stats.reproducible_seed:
         warnings.warn(
             f"{stats.name or 'statistics'}: the noise was drawn from a caller's seed; whoever knows the seed can "
             "remove it, so the release is private only while the seed stays secret (seeds are for studies)",
-            SeededReleaseWarning, stacklevel=stacklevel)
+            SeededReleaseWarning,
+            stacklevel=stacklevel,
+        )
 
 
-def _ssp_components(cal: Calibration, epsilon: float, delta: float, x_bound: float,
-                    y_bound: float) -> list[tuple[float, float]]:
+def _ssp_components(
+    cal: Calibration, epsilon: float, delta: float, x_bound: float, y_bound: float
+) -> list[tuple[float, float]]:
     """(noise sd, L2 sensitivity) of each Gaussian mechanism in an ssp release. For a calibrated
     release ``sigma = sigma_unit(eps, delta) * Delta`` (``Delta`` grown by the grid rounding for
     discrete noise), so ``Delta = sigma / sigma_unit``; "as published" noise is accounted at the
@@ -508,9 +546,11 @@ def _discrete_ssp_noise(S: np.ndarray, z: np.ndarray, cal: Calibration) -> tuple
     upper = S[np.triu_indices(d)]
     if cal.kind == "joint":
         v = discrete_gaussian(np.concatenate([upper, z]), cal.sigma_S, cal.grid_S)  # type: ignore[arg-type]
-        return _symmetric_from_upper(v[: upper.size], d), v[upper.size:]
-    return (_symmetric_from_upper(discrete_gaussian(upper, cal.sigma_S, cal.grid_S), d),  # type: ignore[arg-type]
-            discrete_gaussian(z, cal.sigma_z, cal.grid_z))  # type: ignore[arg-type]
+        return _symmetric_from_upper(v[: upper.size], d), v[upper.size :]
+    return (
+        _symmetric_from_upper(discrete_gaussian(upper, cal.sigma_S, cal.grid_S), d),  # type: ignore[arg-type]
+        discrete_gaussian(z, cal.sigma_z, cal.grid_z),  # type: ignore[arg-type]
+    )
 
 
 def _new_release_id(rng: np.random.Generator, seed: Any, *released: np.ndarray) -> str:
@@ -569,8 +609,16 @@ class _Exact(NamedTuple):
     yy: float  # y^T y of the clipped responses (the B&S release)
 
 
-def _exact_release_stats(X: Any, y: Any, x_bound: float, y_bound: float, intercept: bool, average: int,
-                         columns: list[str] | None, progress: bool) -> _Exact:
+def _exact_release_stats(
+    X: Any,
+    y: Any,
+    x_bound: float,
+    y_bound: float,
+    intercept: bool,
+    average: int,
+    columns: list[str] | None,
+    progress: bool,
+) -> _Exact:
     """``S``, ``z``, ``y^T y`` of the clipped (averaged, intercept-augmented) rows, ``n``, the
     released rows' norm bound and the metadata; in memory for arrays, batch by batch for tables
     (both through :func:`~bayes_dpreg.sources.clipped_sums`)."""
@@ -586,8 +634,9 @@ def _exact_release_stats(X: Any, y: Any, x_bound: float, y_bound: float, interce
     else:
         if average != 1:
             raise ValueError("average_rows needs the data in memory (arrays), not a streamed table")
-        acc = accumulate(X, x_bound, y_bound, y=-1 if y is None else y, columns=columns, intercept=intercept,
-                         progress=progress)
+        acc = accumulate(
+            X, x_bound, y_bound, y=-1 if y is None else y, columns=columns, intercept=intercept, progress=progress
+        )
         warn_if_clipped(acc.report)
         if acc.S is None or acc.z is None:
             raise ValueError("the table has no rows")
@@ -613,7 +662,7 @@ def release(
     intercept: bool = False,
     average_rows: int = 1,
     noise: NoiseKind | Literal["auto"] = "auto",
-    ledger: "PrivacyLedger | str | os.PathLike | None" = None,
+    ledger: PrivacyLedger | str | os.PathLike | None = None,
     columns: list[str] | None = None,
     progress: bool = False,
     _reproducible: bool | None = None,
@@ -663,17 +712,45 @@ def release(
     ex = _exact_release_stats(X, y, x_bound, y_bound, intercept, average_rows, columns, progress)
     cal = calibrate(epsilon, delta, ex.x_bound, y_bound, calibration, noise=kind, d=ex.S.shape[0], n=ex.n)
     release_id = secrets.token_hex(16)
-    reserve(ledger, "ssp", name, epsilon, delta, kind, "" if seed is not None else release_id,
-             _ssp_components(cal, epsilon, delta, ex.x_bound, y_bound))
-    out = _noisy_ssp(ex, cal, epsilon, delta, y_bound, kind, seed, name, release_id,
-                     seed is not None if _reproducible is None else _reproducible)
+    reserve(
+        ledger,
+        "ssp",
+        name,
+        epsilon,
+        delta,
+        kind,
+        "" if seed is not None else release_id,
+        _ssp_components(cal, epsilon, delta, ex.x_bound, y_bound),
+    )
+    out = _noisy_ssp(
+        ex,
+        cal,
+        epsilon,
+        delta,
+        y_bound,
+        kind,
+        seed,
+        name,
+        release_id,
+        seed is not None if _reproducible is None else _reproducible,
+    )
     if _reproducible is None:
         warn_if_not_private(out)
     return out
 
 
-def _noisy_ssp(ex: _Exact, cal: Calibration, epsilon: float, delta: float, y_bound: float, kind: NoiseKind,
-               seed: Any, name: str, release_id: str, reproducible: bool) -> NoisyStats:
+def _noisy_ssp(
+    ex: _Exact,
+    cal: Calibration,
+    epsilon: float,
+    delta: float,
+    y_bound: float,
+    kind: NoiseKind,
+    seed: Any,
+    name: str,
+    release_id: str,
+    reproducible: bool,
+) -> NoisyStats:
     """Add the calibrated noise to the exact ``S``, ``z`` (eq. 8): the one place SSP noise is drawn."""
     S, z, d = ex.S, ex.z, ex.S.shape[0]
     rng = np.random.default_rng(seed)
@@ -713,7 +790,7 @@ def release_adassp(
     calibration: CalibrationKind = "auto",
     seed: int | np.random.SeedSequence | None = None,
     name: str = "",
-    ledger: "PrivacyLedger | str | os.PathLike | None" = None,
+    ledger: PrivacyLedger | str | os.PathLike | None = None,
     columns: list[str] | None = None,
     progress: bool = False,
 ) -> NoisyStats:
@@ -736,14 +813,33 @@ def release_adassp(
     kind: NoiseKind = "float" if seeded or calibration == "as_published" else "discrete"
     release_id = "" if seeded else secrets.token_hex(16)
     ex = _exact_release_stats(X, y, x_bound, y_bound, False, 1, columns, progress)
-    cal = calibrate(2.0 * epsilon / 3.0, 2.0 * delta / 3.0, x_bound, y_bound, calibration, noise=kind,
-                    d=ex.S.shape[0], n=ex.n)
+    cal = calibrate(
+        2.0 * epsilon / 3.0, 2.0 * delta / 3.0, x_bound, y_bound, calibration, noise=kind, d=ex.S.shape[0], n=ex.n
+    )
     sigma_l, k = adassp_lambda_sigma(epsilon, delta, x_bound, kind, ex.n)
-    reserve(ledger, "adassp", name, epsilon, delta, kind, release_id,
-             _ssp_components(cal, 2.0 * epsilon / 3.0, 2.0 * delta / 3.0, x_bound, y_bound)
-             + [(sigma_l, sigma_l / analytic_gaussian_sigma(epsilon / 3.0, delta / 3.0))])
-    base = _noisy_ssp(ex, cal, 2.0 * epsilon / 3.0, 2.0 * delta / 3.0, y_bound, kind,
-                      ss_stats if seeded else None, name, release_id, seeded)
+    reserve(
+        ledger,
+        "adassp",
+        name,
+        epsilon,
+        delta,
+        kind,
+        release_id,
+        _ssp_components(cal, 2.0 * epsilon / 3.0, 2.0 * delta / 3.0, x_bound, y_bound)
+        + [(sigma_l, sigma_l / analytic_gaussian_sigma(epsilon / 3.0, delta / 3.0))],
+    )
+    base = _noisy_ssp(
+        ex,
+        cal,
+        2.0 * epsilon / 3.0,
+        2.0 * delta / 3.0,
+        y_bound,
+        kind,
+        ss_stats if seeded else None,
+        name,
+        release_id,
+        seeded,
+    )
     lam = float(np.linalg.eigvalsh(ex.S)[0])
     if k is not None:
         lam_dp = float(discrete_gaussian(np.array([lam]), sigma_l, k)[0])
@@ -752,8 +848,12 @@ def release_adassp(
     lam_noisy = max(lam_dp - math.sqrt(math.log(6.0 / delta)) * sigma_l, 0.0)
     fields = base.to_dict()
     fields.update(
-        epsilon=float(epsilon), delta=float(delta), mechanism="adassp",
-        lambda_min=lam_noisy, sigma_lambda=sigma_l, release_id=release_id or base.release_id,
+        epsilon=float(epsilon),
+        delta=float(delta),
+        mechanism="adassp",
+        lambda_min=lam_noisy,
+        sigma_lambda=sigma_l,
+        release_id=release_id or base.release_id,
     )
     out = NoisyStats(**fields)
     warn_if_not_private(out)
@@ -772,7 +872,7 @@ def release_bs(
     seed: int | np.random.SeedSequence | None = None,
     name: str = "",
     noise: NoiseKind | Literal["auto"] = "auto",
-    ledger: "PrivacyLedger | str | os.PathLike | None" = None,
+    ledger: PrivacyLedger | str | os.PathLike | None = None,
     columns: list[str] | None = None,
     progress: bool = False,
 ) -> NoisyStats:
@@ -789,8 +889,11 @@ def release_bs(
     rng = np.random.default_rng(seed)
     if kind == "discrete":
         sigma, k = discrete_bs(epsilon, delta, x_bound, y_bound, d, n)
-    sens = (bs_sensitivity(x_bound, y_bound, "replace") if calibration == "as_published"
-            else sigma / analytic_gaussian_sigma(epsilon, delta))
+    sens = (
+        bs_sensitivity(x_bound, y_bound, "replace")
+        if calibration == "as_published"
+        else sigma / analytic_gaussian_sigma(epsilon, delta)
+    )
     release_id = "" if seed is not None else secrets.token_hex(16)
     reserve(ledger, "bs", name, epsilon, delta, kind, release_id, [(sigma, sens)])
     if kind == "discrete":
@@ -801,11 +904,25 @@ def release_bs(
         S_noisy, z_noisy = S + sigma * _symmetric_noise(rng, d), z + sigma * rng.standard_normal(d)
         u = float(ex.yy + sigma * rng.standard_normal())
     out = NoisyStats(
-        S=S_noisy, z=z_noisy, u=u, sigma_u=sigma, n=int(n), d=int(d), noise=kind,
-        sigma_S=sigma, sigma_z=sigma, epsilon=float(epsilon), delta=float(delta), x_bound=float(x_bound),
-        y_bound=float(y_bound), calibration=calibration,
-        neighbouring="add_remove" if calibration == "as_published" else "replace", mechanism="bs", name=name,
-        release_id=release_id or _new_release_id(rng, seed, S_noisy, z_noisy), reproducible_seed=seed is not None,
+        S=S_noisy,
+        z=z_noisy,
+        u=u,
+        sigma_u=sigma,
+        n=int(n),
+        d=int(d),
+        noise=kind,
+        sigma_S=sigma,
+        sigma_z=sigma,
+        epsilon=float(epsilon),
+        delta=float(delta),
+        x_bound=float(x_bound),
+        y_bound=float(y_bound),
+        calibration=calibration,
+        neighbouring="add_remove" if calibration == "as_published" else "replace",
+        mechanism="bs",
+        name=name,
+        release_id=release_id or _new_release_id(rng, seed, S_noisy, z_noisy),
+        reproducible_seed=seed is not None,
     )
     warn_if_not_private(out)
     return out
@@ -835,7 +952,7 @@ class StackedStats(NamedTuple):
         return int(self.S.shape[-1])
 
 
-def as_stats_list(stats: "NoisyStats | Sequence[NoisyStats]") -> list[NoisyStats]:
+def as_stats_list(stats: NoisyStats | Sequence[NoisyStats]) -> list[NoisyStats]:
     """Validate the analyst's input: one or more NoisyStats of a common dimension."""
     if isinstance(stats, NoisyStats):
         stats = [stats]
@@ -851,7 +968,7 @@ def as_stats_list(stats: "NoisyStats | Sequence[NoisyStats]") -> list[NoisyStats
     return stats
 
 
-def stack_stats(stats: "NoisyStats | Sequence[NoisyStats]") -> StackedStats:
+def stack_stats(stats: NoisyStats | Sequence[NoisyStats]) -> StackedStats:
     """Stack validated per-party statistics into arrays with a leading party axis."""
     stats = as_stats_list(stats)
     col = lambda name: np.array([getattr(s, name) for s in stats], dtype=np.float64)

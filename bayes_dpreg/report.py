@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import arviz as az
 import numpy as np
@@ -14,7 +15,9 @@ __all__ = ["coefficient_table", "format_table", "plot_coefficients", "write_repo
 
 
 def coefficient_table(
-    idata: az.InferenceData, reference: Mapping[str, Sequence[float]] | None = None, prob: float = 0.95,
+    idata: az.InferenceData,
+    reference: Mapping[str, Sequence[float]] | None = None,
+    prob: float = 0.95,
     diagnostics: bool = True,
 ) -> list[dict[str, float | str]]:
     """Per coefficient: posterior mean, sd and the central ``prob`` credible interval and, for
@@ -44,8 +47,11 @@ def coefficient_table(
         rows.append(row)
     if diagnostics and "max_rhat" in idata.posterior.attrs:
         ds = idata.posterior[["theta"]]
-        for key, value in (("r_hat", az.rhat(ds, method="rank")), ("ess_bulk", az.ess(ds, method="bulk")),
-                           ("ess_tail", az.ess(ds, method="tail"))):
+        for key, value in (
+            ("r_hat", az.rhat(ds, method="rank")),
+            ("ess_bulk", az.ess(ds, method="bulk")),
+            ("ess_tail", az.ess(ds, method="tail")),
+        ):
             for row, v in zip(rows, np.atleast_1d(value["theta"].values)):
                 row[key] = float(v)
     return rows
@@ -63,8 +69,9 @@ def format_table(rows: list[dict[str, float | str]], prob: float = 0.95) -> str:
     head = f"{'coef':<{width}}" + "".join(f"{h:>{w}}" for h, w in cols)
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{str(r['coef']):<{width}}" + "".join(f"{_fmt(k, float(r[k])):>{w}}" for k, (_, w) in
-                                                            zip(keys[1:], cols)))
+        lines.append(
+            f"{str(r['coef']):<{width}}" + "".join(f"{_fmt(k, float(r[k])):>{w}}" for k, (_, w) in zip(keys[1:], cols))
+        )
     return "\n".join(lines)
 
 
@@ -113,6 +120,7 @@ def plot_coefficients(
 
 # -- HTML / Markdown report ------------------------------------------------------------------------
 
+
 def _png(fig: object) -> str:
     import base64
     import io
@@ -141,45 +149,75 @@ def _privacy_section(idata: az.InferenceData) -> dict:
     keys = [k for k in ("n", "epsilon", "delta", "sigma_S", "sigma_z", "x_bound", "y_bound") if k in cd]
     rows = [[p] + [_num(cd[k].values[j]) for k in keys] for j, p in enumerate(parties)]
     at = idata.posterior.attrs
-    notes = [{"kind": "meta", "text": f"{len(parties)} parties, {int(np.sum(cd['n'].values))} rows in all; each "
-              f"released its noisy S_j = X_j^T X_j and z_j = X_j^T y_j with the Gaussian mechanism at the (eps, delta) "
-              f"below, calibrated to the declared bounds ||x|| <= x_bound, |y| <= y_bound."}]
+    notes = [
+        {
+            "kind": "meta",
+            "text": f"{len(parties)} parties, {int(np.sum(cd['n'].values))} rows in all; each "
+            f"released its noisy S_j = X_j^T X_j and z_j = X_j^T y_j with the Gaussian mechanism at the (eps, delta) "
+            f"below, calibrated to the declared bounds ||x|| <= x_bound, |y| <= y_bound.",
+        }
+    ]
     if at.get("prior"):
         notes.append({"kind": "meta", "text": f"Prior: {at['prior']}"})
-    return {"heading": "Data and privacy", "notes": notes, "figures": [],
-            "tables": [{"caption": "", "header": ["party", *keys], "rows": rows}]}
+    return {
+        "heading": "Data and privacy",
+        "notes": notes,
+        "figures": [],
+        "tables": [{"caption": "", "header": ["party", *keys], "rows": rows}],
+    }
 
 
 def _coefficient_section(idata: az.InferenceData, prob: float) -> dict:
     rows = coefficient_table(idata, prob=prob)
     pct = f"{100 * prob:g}%"
-    header = ["coef", "mean", "sd", f"{pct} lower", f"{pct} upper"] + [k for k in ("r_hat", "ess_bulk", "ess_tail")
-                                                                      if rows and k in rows[0]]
+    header = ["coef", "mean", "sd", f"{pct} lower", f"{pct} upper"] + [
+        k for k in ("r_hat", "ess_bulk", "ess_tail") if rows and k in rows[0]
+    ]
     keys = ["coef", "mean", "sd", "lower", "upper"] + header[5:]
-    table = {"caption": f"Posterior of the coefficients: mean, sd and the central {pct} credible interval"
-             + (" with rank-normalised R-hat and bulk/tail ESS." if len(header) > 5 else "."),
-             "header": header, "rows": [[str(r["coef"])] + [_num(r[k]) for k in keys[1:]] for r in rows]}
+    table = {
+        "caption": f"Posterior of the coefficients: mean, sd and the central {pct} credible interval"
+        + (" with rank-normalised R-hat and bulk/tail ESS." if len(header) > 5 else "."),
+        "header": header,
+        "rows": [[str(r["coef"])] + [_num(r[k]) for k in keys[1:]] for r in rows],
+    }
     at = idata.posterior.attrs
     notes = []
     if "max_rhat" in at:
         ok = bool(at.get("converged", 1))
-        notes.append({"kind": "ok" if ok else "warn",
-                      "text": f"Convergence: max R-hat {at['max_rhat']:.3f}, min bulk ESS {at['min_ess_bulk']:.0f}, "
-                              f"min tail ESS {at['min_ess_tail']:.0f}"
-                              + (f", {at['divergences']} divergent transitions" if at.get("divergences") else "")
-                              + (": ok." if ok else ": NOT converged; rerun with more draws before using these "
-                                 "intervals.")})
-    figures = [{"caption": f"Forest plot of theta ({pct} intervals, all chains combined).",
-                "png": _png(az.plot_forest(idata, var_names=["theta"], combined=True, hdi_prob=prob,
-                                           figsize=(6, 0.5 + 0.45 * len(rows))).ravel()[0].figure)}]
+        notes.append(
+            {
+                "kind": "ok" if ok else "warn",
+                "text": f"Convergence: max R-hat {at['max_rhat']:.3f}, min bulk ESS {at['min_ess_bulk']:.0f}, "
+                f"min tail ESS {at['min_ess_tail']:.0f}"
+                + (f", {at['divergences']} divergent transitions" if at.get("divergences") else "")
+                + (": ok." if ok else ": NOT converged; rerun with more draws before using these intervals."),
+            }
+        )
+    figures = [
+        {
+            "caption": f"Forest plot of theta ({pct} intervals, all chains combined).",
+            "png": _png(
+                az.plot_forest(
+                    idata, var_names=["theta"], combined=True, hdi_prob=prob, figsize=(6, 0.5 + 0.45 * len(rows))
+                )
+                .ravel()[0]
+                .figure
+            ),
+        }
+    ]
     if "sample_stats" in idata.groups() and idata.posterior.sizes["chain"] > 1:
         axes = az.plot_rank(idata, var_names=["theta"])
-        figures.append({"caption": "Rank plots per chain (uniform when the chains agree).",
-                        "png": _png(np.ravel(axes)[0].figure)})
+        figures.append(
+            {"caption": "Rank plots per chain (uniform when the chains agree).", "png": _png(np.ravel(axes)[0].figure)}
+        )
     if "posterior_predictive" in idata.groups():
-        figures.append({"caption": f"Posterior predictive check: each party's released z~ (dots) against the "
-                                   f"central {pct} interval of its replicates (bars).",
-                        "png": _png(_ppc_figure(idata, prob))})
+        figures.append(
+            {
+                "caption": f"Posterior predictive check: each party's released z~ (dots) against the "
+                f"central {pct} interval of its replicates (bars).",
+                "png": _png(_ppc_figure(idata, prob)),
+            }
+        )
     return {"heading": "Coefficients", "notes": notes, "tables": [table], "figures": figures}
 
 
@@ -209,24 +247,44 @@ def _comparison_section(comparison: Any, inclusion: Any) -> dict:
     if comparison is not None:
         df = comparison.head(20)
         normalx = comparison.attrs.get("model") == "normalx"
-        cols = ["features", "log_evidence", *(["log_evidence_se"] if normalx else []), "post_prob", "log10_bf",
-                "elpd_lopo", "se", "p_lopo", *(["pareto_k_max"] if normalx else [])]
-        caption = ("Candidate models of the normalX model (bayes_dpreg.compare, model='normalx'): log evidence by "
-                   "bridge sampling with its approximate sd, posterior probability, log10 Bayes factor against the "
-                   "best, PSIS leave-one-party-out elpd with its se, effective parameters and largest Pareto k."
-                   if normalx else
-                   "Candidate models of the fixed-S model (bayes_dpreg.compare): log evidence, "
-                   "posterior probability, log10 Bayes factor against the best, exact "
-                   "leave-one-party-out elpd with its se and effective parameters.")
-        tables.append({"caption": caption,
-                       "header": ["model", *cols],
-                       "rows": [[str(i)] + [_num(r[c]) for c in cols] for i, r in df.iterrows()]})
+        cols = [
+            "features",
+            "log_evidence",
+            *(["log_evidence_se"] if normalx else []),
+            "post_prob",
+            "log10_bf",
+            "elpd_lopo",
+            "se",
+            "p_lopo",
+            *(["pareto_k_max"] if normalx else []),
+        ]
+        caption = (
+            "Candidate models of the normalX model (bayes_dpreg.compare, model='normalx'): log evidence by "
+            "bridge sampling with its approximate sd, posterior probability, log10 Bayes factor against the "
+            "best, PSIS leave-one-party-out elpd with its se, effective parameters and largest Pareto k."
+            if normalx
+            else "Candidate models of the fixed-S model (bayes_dpreg.compare): log evidence, "
+            "posterior probability, log10 Bayes factor against the best, exact "
+            "leave-one-party-out elpd with its se and effective parameters."
+        )
+        tables.append(
+            {
+                "caption": caption,
+                "header": ["model", *cols],
+                "rows": [[str(i)] + [_num(r[c]) for c in cols] for i, r in df.iterrows()],
+            }
+        )
     if inclusion is not None:
         inc = inclusion  # a DataFrame indexed by feature
-        tables.append({"caption": "Posterior inclusion probability and inclusion Bayes factor of each feature.",
-                       "header": ["feature", "pip", "prior_ip", "bf", "log10_bf"],
-                       "rows": [[str(i)] + [_num(r[c]) for c in ("pip", "prior_ip", "bf", "log10_bf")]
-                                for i, r in inc.iterrows()]})
+        tables.append(
+            {
+                "caption": "Posterior inclusion probability and inclusion Bayes factor of each feature.",
+                "header": ["feature", "pip", "prior_ip", "bf", "log10_bf"],
+                "rows": [
+                    [str(i)] + [_num(r[c]) for c in ("pip", "prior_ip", "bf", "log10_bf")] for i, r in inc.iterrows()
+                ],
+            }
+        )
         fig, ax = plt.subplots(figsize=(6, 0.5 + 0.4 * len(inc)))
         ax.barh([str(i) for i in inc.index], inc["pip"].values, color="tab:blue")
         ax.axvline(0.5, color="k", lw=0.8, ls="--")
@@ -235,8 +293,15 @@ def _comparison_section(comparison: Any, inclusion: Any) -> dict:
     return {"heading": "Model comparison", "notes": [], "tables": tables, "figures": figures}
 
 
-def write_report(path: str | os.PathLike, idata: az.InferenceData | None = None, *, comparison: Any = None,
-                 inclusion: Any = None, title: str | None = None, prob: float = 0.9) -> Path:
+def write_report(
+    path: str | os.PathLike,
+    idata: az.InferenceData | None = None,
+    *,
+    comparison: Any = None,
+    inclusion: Any = None,
+    title: str | None = None,
+    prob: float = 0.9,
+) -> Path:
     """Write a self-contained HTML report at ``path`` and its Markdown twin beside it (``.md``).
 
     Sections: data and privacy (parties, ``n_j``, eps, delta, noise sds, bounds), the
@@ -261,10 +326,18 @@ def write_report(path: str | os.PathLike, idata: az.InferenceData | None = None,
     if comparison is not None or inclusion is not None:
         sections.append(_comparison_section(comparison, inclusion))
     method = idata.posterior.attrs.get("method", "") if idata is not None else ""
-    ctx = {"title": title or "bayes_dpreg report", "version": __version__, "method": method, "sections": sections,
-           "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
-    env = jinja2.Environment(loader=jinja2.PackageLoader("bayes_dpreg", "templates"),
-                             autoescape=jinja2.select_autoescape(["html"]), keep_trailing_newline=True)
+    ctx = {
+        "title": title or "bayes_dpreg report",
+        "version": __version__,
+        "method": method,
+        "sections": sections,
+        "created": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("bayes_dpreg", "templates"),
+        autoescape=jinja2.select_autoescape(["html"]),
+        keep_trailing_newline=True,
+    )
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(env.get_template("report.html.j2").render(**ctx), encoding="utf-8")

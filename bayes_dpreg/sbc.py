@@ -22,11 +22,11 @@ import numpyro.distributions as dist
 from jax import Array
 from scipy.stats import chi2
 
+from .hierarchical import ModelData, prior_dists
+from .precision import x64
+from .prior import ResolvedPrior
 from .samplers import get as get_sampler
 from .samplers.base import run_batched
-from .hierarchical import ModelData, prior_dists
-from .prior import ResolvedPrior
-from .precision import x64
 
 __all__ = ["SBCResult", "simulate_from_prior", "sbc", "uniformity_pvalue"]
 
@@ -43,8 +43,9 @@ def _sym_noise(key: Array, J: int, d: int, dtype) -> Array:
     return M + jnp.swapaxes(jnp.triu(M, 1), -1, -2)
 
 
-def simulate_from_prior(key: Array, pr: ResolvedPrior, n: Array, sigma_S: Array, sigma_z: Array,
-                        fixed_S: bool = False) -> tuple[dict[str, Array], ModelData]:
+def simulate_from_prior(
+    key: Array, pr: ResolvedPrior, n: Array, sigma_S: Array, sigma_z: Array, fixed_S: bool = False
+) -> tuple[dict[str, Array], ModelData]:
     """One draw of the parameters from the prior and of the released statistics given them."""
     J = n.shape[0]
     d = pr.m.shape[0]
@@ -115,8 +116,19 @@ def sbc(
     params, data = simulate(jax.random.split(k_sim, replications))
     prs = jax.tree.map(lambda a: jnp.broadcast_to(jnp.asarray(a), (replications,) + jnp.shape(a)), pr)
     keep = ("theta", "sigma2") if sampler.sbc_exact_S else ("theta", "sigma2", "Sigma_x", "S")
-    draws, _, _ = run_batched(sampler.kernel, data, prs, settings, k_run, num_chains=1, num_warmup=num_warmup,
-                           num_samples=num_draws, thin=thin, keep=keep, batch=batch)
+    draws, _, _ = run_batched(
+        sampler.kernel,
+        data,
+        prs,
+        settings,
+        k_run,
+        num_chains=1,
+        num_warmup=num_warmup,
+        num_samples=num_draws,
+        thin=thin,
+        keep=keep,
+        batch=batch,
+    )
     draws = jax.tree.map(lambda a: a[:, 0], draws)  # (R, L, ...)
     summ = jax.vmap(jax.vmap(_summaries))(draws)
     truth = jax.vmap(_summaries)({k: params[k] for k in keep})

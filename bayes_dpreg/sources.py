@@ -39,8 +39,9 @@ def is_table_source(X: Any) -> bool:
     mod = type(X).__module__
     if mod.startswith("pyarrow"):
         return True
-    return isinstance(X, Iterator) or (isinstance(X, Iterable) and not hasattr(X, "__array__")
-                                       and not isinstance(X, (list, tuple)))
+    return isinstance(X, Iterator) or (
+        isinstance(X, Iterable) and not hasattr(X, "__array__") and not isinstance(X, (list, tuple))
+    )
 
 
 def _is_dask_frame(X: Any) -> bool:
@@ -59,8 +60,9 @@ def _frame_arrays(frame: Any, y: Any, columns: list[str] | None) -> tuple[np.nda
     return _column_arrays(pa.RecordBatch.from_pandas(frame, preserve_index=False), y, columns)
 
 
-def _partition_sums(frame: Any, x_bound: float, y_bound: float, y: Any, columns: list[str] | None,
-                    intercept: bool) -> tuple[np.ndarray, np.ndarray, int, ClipReport, float] | None:
+def _partition_sums(
+    frame: Any, x_bound: float, y_bound: float, y: Any, columns: list[str] | None, intercept: bool
+) -> tuple[np.ndarray, np.ndarray, int, ClipReport, float] | None:
     """Clipped ``S``, ``z``, ``y^T y`` of one pandas partition (runs on a Dask worker)."""
     from .release import validate_data
 
@@ -70,8 +72,9 @@ def _partition_sums(frame: Any, x_bound: float, y_bound: float, y: Any, columns:
     return clipped_sums(X, yv, x_bound, y_bound, intercept)
 
 
-def clipped_sums(X: np.ndarray, y: np.ndarray, x_bound: float, y_bound: float,
-                 intercept: bool) -> tuple[np.ndarray, np.ndarray, int, ClipReport, float]:
+def clipped_sums(
+    X: np.ndarray, y: np.ndarray, x_bound: float, y_bound: float, intercept: bool
+) -> tuple[np.ndarray, np.ndarray, int, ClipReport, float]:
     """``(X_c^T X_c, X_c^T y_c, n, report, y_c^T y_c)`` of validated rows clipped to the bounds,
     ``X_c`` with a leading column of ones when ``intercept`` (App. B.2). ``X_c^T X_c`` is as
     BLAS returns it, not symmetrised."""
@@ -81,8 +84,9 @@ def clipped_sums(X: np.ndarray, y: np.ndarray, x_bound: float, y_bound: float,
     return Xc.T @ Xc, Xc.T @ yc, Xc.shape[0], rep, float(yc @ yc)
 
 
-def _dask_partials(frame: Any, x_bound: float, y_bound: float, y: Any, columns: list[str] | None,
-                   intercept: bool) -> list[tuple[np.ndarray, np.ndarray, int, ClipReport, float]]:
+def _dask_partials(
+    frame: Any, x_bound: float, y_bound: float, y: Any, columns: list[str] | None, intercept: bool
+) -> list[tuple[np.ndarray, np.ndarray, int, ClipReport, float]]:
     """Per-partition clipped sums of a Dask DataFrame, computed where the partitions live
     (the active ``distributed`` client, else Dask's default scheduler)."""
     import dask
@@ -126,9 +130,10 @@ def _path_dataset(path: Path, batch_rows: int) -> Any:
     suffix = path.suffix.lower() if path.is_file() else ""
     if suffix == ".csv":
         header = _csv_header(path)
-        fmt = ds.CsvFileFormat(read_options=pcsv.ReadOptions(autogenerate_column_names=not header,
-                                                             block_size=1 << 22),
-                               convert_options=pcsv.ConvertOptions(strings_can_be_null=False))
+        fmt = ds.CsvFileFormat(
+            read_options=pcsv.ReadOptions(autogenerate_column_names=not header, block_size=1 << 22),
+            convert_options=pcsv.ConvertOptions(strings_can_be_null=False),
+        )
         return ds.dataset(path, format=fmt)
     if suffix in (".parquet", ".pq") or path.is_dir():
         return ds.dataset(path, format="parquet")
@@ -159,8 +164,9 @@ def _column_arrays(batch: Any, y: Any, columns: list[str] | None) -> tuple[np.nd
     return arr[:, :-1], arr[:, -1]
 
 
-def batches(source: Any, y: Any = -1, columns: list[str] | None = None,
-            batch_rows: int = BATCH_ROWS) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def batches(
+    source: Any, y: Any = -1, columns: list[str] | None = None, batch_rows: int = BATCH_ROWS
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """``(X, y)`` float64 batches of ``source`` (see the module docstring)."""
     label = str(source) if isinstance(source, (str, os.PathLike)) else type(source).__name__
     if _is_dask_frame(source):  # one partition at a time, on the caller's side
@@ -215,12 +221,26 @@ class Accumulated:
 
     @property
     def report(self) -> ClipReport:
-        return ClipReport(n_rows=self.n, n_x_clipped=self.x_clipped, n_y_clipped=self.y_clipped,
-                          max_x_norm=self.max_x_norm, max_abs_y=self.max_abs_y)
+        return ClipReport(
+            n_rows=self.n,
+            n_x_clipped=self.x_clipped,
+            n_y_clipped=self.y_clipped,
+            max_x_norm=self.max_x_norm,
+            max_abs_y=self.max_abs_y,
+        )
 
 
-def accumulate(source: Any, x_bound: float, y_bound: float, *, y: Any = -1, columns: list[str] | None = None,
-               intercept: bool = False, batch_rows: int = BATCH_ROWS, progress: bool = False) -> Accumulated:
+def accumulate(
+    source: Any,
+    x_bound: float,
+    y_bound: float,
+    *,
+    y: Any = -1,
+    columns: list[str] | None = None,
+    intercept: bool = False,
+    batch_rows: int = BATCH_ROWS,
+    progress: bool = False,
+) -> Accumulated:
     """Clip every row of every batch to the bounds and sum its contributions to ``S`` and ``z``."""
     from .release import validate_data
 

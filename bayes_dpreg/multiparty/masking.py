@@ -90,8 +90,9 @@ be run; the server-side functions see only :class:`MaskedProblem`.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple, Sequence
+from typing import Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -262,7 +263,9 @@ def kfold_edges(n: int, k: int) -> tuple[int, ...]:
     return tuple(int(e) for e in np.concatenate([[0], np.cumsum(sizes)]))
 
 
-def block_layout(n: int, block_size: int, boundaries: Sequence[int] = ()) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+def block_layout(
+    n: int, block_size: int, boundaries: Sequence[int] = ()
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Row blocks ``(starts, sizes)`` of a block-diagonal mask (Sec. V-A2a).
 
     Blocks never cross a boundary (fold edges, Sec. V-C). A segment of length ``L`` is cut
@@ -348,8 +351,9 @@ class BlockOrthogonalMask:
             j += 1
         return out
 
-    def apply(self, M: ArrayLike, powers: int | Sequence[int] = 1, *, transpose: bool = False,
-              out: FArray | None = None) -> FArray:
+    def apply(
+        self, M: ArrayLike, powers: int | Sequence[int] = 1, *, transpose: bool = False, out: FArray | None = None
+    ) -> FArray:
         """Return ``A^{q_1 + ... + q_K} M`` (``(A^T)^{...} M`` when ``transpose``), blockwise.
 
         ``powers`` are the exponents applied in turn (Algorithm 1: agency ``j`` applies
@@ -426,7 +430,7 @@ class MaskedProblem:
             return self.Z.copy()
         out = np.zeros((self.n, self.n_response_columns))
         for i, rows in enumerate(self.party_rows):
-            out[rows, 3 * i:3 * i + 3] = self.Z[rows]
+            out[rows, 3 * i : 3 * i + 3] = self.Z[rows]
         return out
 
     def _owner(self, rows: slice) -> int:
@@ -441,7 +445,7 @@ class MaskedProblem:
         H = np.zeros((self.p, self.n_response_columns))
         for s in slices:
             i = 0 if self.partition == "vertical" else self._owner(s)
-            H[:, 3 * i:3 * i + 3] += self.X[s].T @ self.Z[s]
+            H[:, 3 * i : 3 * i + 3] += self.X[s].T @ self.Z[s]
         return H
 
     def gram(self, row_slices: Sequence[slice] | None = None) -> FArray:
@@ -594,9 +598,18 @@ def _cyclic_orders(K: int) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple((i + t) % K for t in range(K)) for i in range(K))
 
 
-def vertical_mask(parties: Sequence[ArrayLike], y: ArrayLike, *, seed: int, response_party: int = 0,
-                  noise_sd: float = 0.0, block_size: int = 100, n_folds: int = 1,
-                  gamma_max: int = 3, release_btb: bool = True) -> tuple[MaskedProblem, VerticalKeys]:
+def vertical_mask(
+    parties: Sequence[ArrayLike],
+    y: ArrayLike,
+    *,
+    seed: int,
+    response_party: int = 0,
+    noise_sd: float = 0.0,
+    block_size: int = 100,
+    n_folds: int = 1,
+    gamma_max: int = 3,
+    release_btb: bool = True,
+) -> tuple[MaskedProblem, VerticalKeys]:
     """Pre-modeling phase for vertical partitioning (Algorithm 1, Sec. V-A2a).
 
     ``parties[i]`` is agency ``i``'s ``n x p_i`` block (include a column of ones for the
@@ -624,7 +637,8 @@ def vertical_mask(parties: Sequence[ArrayLike], y: ArrayLike, *, seed: int, resp
         if X.shape[0] != n:
             raise ValueError(
                 f"vertical partitioning needs the same subjects (rows) at every party: "
-                f"party {i} has {X.shape[0]} rows, party 0 has {n}")
+                f"party {i} has {X.shape[0]} rows, party 0 has {n}"
+            )
     seed = _check_seed(seed)
     r = _check_int(response_party, "response_party", 0)
     if r >= K:
@@ -643,11 +657,11 @@ def vertical_mask(parties: Sequence[ArrayLike], y: ArrayLike, *, seed: int, resp
     p = int(offsets[-1])
 
     rngs = [np.random.default_rng(s) for s in party_seeds]
-    gammas = tuple(int(rng.integers(1, gamma_max + 1)) for rng in rngs)            # Alg. 1 line 2
+    gammas = tuple(int(rng.integers(1, gamma_max + 1)) for rng in rngs)  # Alg. 1 line 2
     noisy = tuple(_noise(X, noise_sd, rngs[i]) for i, X in enumerate(Xs))
     B = tuple(tuple(random_invertible(w, rngs[j]) for w in widths) for j in range(K))
     Ys1 = np.zeros(n)
-    for Xn in noisy:                                                                 # each agency sums its columns
+    for Xn in noisy:  # each agency sums its columns
         Ys1 += Xn.sum(axis=1)
     Ys2 = _rms(Ys1) * rngs[r].standard_normal(n)
     C = random_invertible(3, rngs[r])
@@ -655,13 +669,13 @@ def vertical_mask(parties: Sequence[ArrayLike], y: ArrayLike, *, seed: int, resp
     orders = _cyclic_orders(K)
 
     W = np.empty((n, p + 3))
-    for i in range(K):                                                               # Alg. 1 lines 6-8 (right factors)
+    for i in range(K):  # Alg. 1 lines 6-8 (right factors)
         Bi = B[i][i]
         for j in orders[i][1:]:
-            Bi = Bi @ B[j][i]                     # (X B_ii) B_Q2,i ... == X (B_ii B_Q2,i ...): one n x p_i pass
+            Bi = Bi @ B[j][i]  # (X B_ii) B_Q2,i ... == X (B_ii B_Q2,i ...): one n x p_i pass
         W[:, col[i]] = noisy[i] @ Bi
-    W[:, p:] = responses @ C                                                         # Z = [Y, Y_s1, Y_s2] C
-    A0.apply(W, [gammas[j] for j in orders[r]], out=W)                               # left factors, one pass
+    W[:, p:] = responses @ C  # Z = [Y, Y_s1, Y_s2] C
+    A0.apply(W, [gammas[j] for j in orders[r]], out=W)  # left factors, one pass
 
     BtB = ridge_rhs = None
     if release_btb:
@@ -675,19 +689,43 @@ def vertical_mask(parties: Sequence[ArrayLike], y: ArrayLike, *, seed: int, resp
                 v = B[j][i].T @ v
             BtB[col[i], col[i]] = 0.5 * (G + G.T)
             BtW[col[i]] = v
-        ridge_rhs = np.outer(BtW, C[1])                                              # B^T (1 e_2^T) C
+        ridge_rhs = np.outer(BtW, C[1])  # B^T (1 e_2^T) C
 
-    problem = MaskedProblem("vertical", W[:, :p], W[:, p:], (slice(0, n),),
-                            tuple((slice(edges[f], edges[f + 1]),) for f in range(len(edges) - 1)),
-                            BtB, ridge_rhs)
-    keys = VerticalKeys(col, orders, gammas, A0, B, C, r, noisy, responses,
-                        {"seed": seed, "public": public_seed, "parties": tuple(party_seeds)})
+    problem = MaskedProblem(
+        "vertical",
+        W[:, :p],
+        W[:, p:],
+        (slice(0, n),),
+        tuple((slice(edges[f], edges[f + 1]),) for f in range(len(edges) - 1)),
+        BtB,
+        ridge_rhs,
+    )
+    keys = VerticalKeys(
+        col,
+        orders,
+        gammas,
+        A0,
+        B,
+        C,
+        r,
+        noisy,
+        responses,
+        {"seed": seed, "public": public_seed, "parties": tuple(party_seeds)},
+    )
     return problem, keys
 
 
-def horizontal_mask(parties: Sequence[ArrayLike], ys: Sequence[ArrayLike], *, seed: int,
-                    noise_sd: float = 0.0, block_size: int = 100, n_folds: int = 1,
-                    ridge_party: int = 0, release_btb: bool = True) -> tuple[MaskedProblem, HorizontalKeys]:
+def horizontal_mask(
+    parties: Sequence[ArrayLike],
+    ys: Sequence[ArrayLike],
+    *,
+    seed: int,
+    noise_sd: float = 0.0,
+    block_size: int = 100,
+    n_folds: int = 1,
+    ridge_party: int = 0,
+    release_btb: bool = True,
+) -> tuple[MaskedProblem, HorizontalKeys]:
     """Pre-modeling phase for horizontal partitioning (Algorithm 3, Appendix A; Sec. V-A2b).
 
     ``parties[i]`` is agency ``i``'s ``n_i x p`` block (each includes its column of ones;
@@ -710,7 +748,8 @@ def horizontal_mask(parties: Sequence[ArrayLike], ys: Sequence[ArrayLike], *, se
         if X.shape[1] != p:
             raise ValueError(
                 f"horizontal partitioning needs the same attributes (columns) at every party: "
-                f"party {i} has {X.shape[1]} columns, party 0 has {p}")
+                f"party {i} has {X.shape[1]} columns, party 0 has {p}"
+            )
     if isinstance(ys, np.ndarray) and ys.ndim == 1 and K > 1:
         raise ValueError("ys must be a sequence of response vectors, one per party")
     if len(ys) != K:
@@ -739,24 +778,29 @@ def horizontal_mask(parties: Sequence[ArrayLike], ys: Sequence[ArrayLike], *, se
 
     degrees = [int(rng.integers(1, _MAX_DEGREE + 1)) for rng in rngs]
     coefs = [rng.uniform(0.5, 1.5, size=s) for rng, s in zip(rngs, degrees)]
-    B = tuple(_polynomial(B0, c) for c in coefs)                                      # Alg. 3 line 3
+    B = tuple(_polynomial(B0, c) for c in coefs)  # Alg. 3 line 3
     C = tuple(_polynomial(C0, c) for c in coefs)
     mask_seeds = [[int(s) for s in rngs[j].integers(0, 2**62, size=K)] for j in range(K)]
-    A = tuple(tuple(BlockOrthogonalMask(sizes[i], block_size, mask_seeds[j][i], tuple(local_edges[i][1:-1]))
-                    for i in range(K)) for j in range(K))
+    A = tuple(
+        tuple(
+            BlockOrthogonalMask(sizes[i], block_size, mask_seeds[j][i], tuple(local_edges[i][1:-1])) for i in range(K)
+        )
+        for j in range(K)
+    )
     noisy = tuple(_noise(X, noise_sd, rngs[i]) for i, X in enumerate(Xs))
     rowsums = [Xn.sum(axis=1) for Xn in noisy]
-    responses = tuple(np.column_stack([yv[i], rowsums[i], _rms(rowsums[i]) * rngs[i].standard_normal(sizes[i])])
-                      for i in range(K))
+    responses = tuple(
+        np.column_stack([yv[i], rowsums[i], _rms(rowsums[i]) * rngs[i].standard_normal(sizes[i])]) for i in range(K)
+    )
     orders = _cyclic_orders(K)
 
     n = int(offs[-1])
     W = np.empty((n, p + 3))
-    for i in range(K):                                                                # Alg. 3 lines 4-12
+    for i in range(K):  # Alg. 3 lines 4-12
         Wi = W[rows[i]]
         Bi = B[i]
         for j in orders[i][1:]:
-            Bi = Bi @ B[j]                        # B_i B_Q2 ... B_QK = B_1 ... B_K (commuting)
+            Bi = Bi @ B[j]  # B_i B_Q2 ... B_QK = B_1 ... B_K (commuting)
         Wi[:, :p] = noisy[i] @ Bi
         Wi[:, p:] = responses[i] @ C[i]
         for j in orders[i]:
@@ -766,18 +810,29 @@ def horizontal_mask(parties: Sequence[ArrayLike], ys: Sequence[ArrayLike], *, se
     if release_btb:
         G = np.eye(p)
         v = np.ones(p)
-        for j in range(K):                                                            # B = B_1 ... B_K (commuting)
+        for j in range(K):  # B = B_1 ... B_K (commuting)
             G = B[j].T @ G @ B[j]
             v = B[j].T @ v
         BtB = 0.5 * (G + G.T)
         ridge_rhs = np.zeros((p, 3 * K))
-        ridge_rhs[:, 3 * rp:3 * rp + 3] = np.outer(v, C[rp][1])
+        ridge_rhs[:, 3 * rp : 3 * rp + 3] = np.outer(v, C[rp][1])
 
-    folds = tuple(tuple(slice(int(offs[i]) + local_edges[i][f], int(offs[i]) + local_edges[i][f + 1])
-                        for i in range(K)) for f in range(n_folds))
+    folds = tuple(
+        tuple(slice(int(offs[i]) + local_edges[i][f], int(offs[i]) + local_edges[i][f + 1]) for i in range(K))
+        for f in range(n_folds)
+    )
     problem = MaskedProblem("horizontal", W[:, :p], W[:, p:], rows, folds, BtB, ridge_rhs)
-    keys = HorizontalKeys(rows, orders, A, B, C, rp, noisy, responses,
-                          {"seed": seed, "public": public_seed, "parties": tuple(party_seeds)})
+    keys = HorizontalKeys(
+        rows,
+        orders,
+        A,
+        B,
+        C,
+        rp,
+        noisy,
+        responses,
+        {"seed": seed, "public": public_seed, "parties": tuple(party_seeds)},
+    )
     return problem, keys
 
 
@@ -787,8 +842,8 @@ def _spd_factor(M: FArray, what: str) -> tuple[FArray, bool]:
         return cho_factor(M, lower=True, check_finite=False)
     except LinAlgError:
         raise ValueError(
-            f"{what} is not positive definite: OLS needs n > p and full column rank; "
-            f"use a ridge penalty lam > 0") from None
+            f"{what} is not positive definite: OLS needs n > p and full column rank; use a ridge penalty lam > 0"
+        ) from None
 
 
 def _solve_masked(problem: MaskedProblem, G: FArray, H: FArray, lam: float) -> FArray:
@@ -834,7 +889,7 @@ def _unmask_right(V_star: FArray, keys: Keys, *, with_C: bool) -> FArray:
         out = np.empty_like(V_star)
         for i, cols in enumerate(keys.column_slices):
             b = V_star[cols]
-            for j in reversed(keys.orders[i]):                                       # lines 3-10: Q_i(K), ..., Q_i(1)
+            for j in reversed(keys.orders[i]):  # lines 3-10: Q_i(K), ..., Q_i(1)
                 b = keys.B[j][i] @ b
                 if with_C and j == keys.response_party:
                     b = _right_solve(b, keys.C)
@@ -846,8 +901,8 @@ def _unmask_right(V_star: FArray, keys: Keys, *, with_C: bool) -> FArray:
         for j in range(keys.K):
             b = keys.B[j] @ b
         return b
-    for i in range(keys.K):                                                           # lines 12-20
-        b = _right_solve(keys.B[i] @ V_star[:, 3 * i:3 * i + 3], keys.C[i])
+    for i in range(keys.K):  # lines 12-20
+        b = _right_solve(keys.B[i] @ V_star[:, 3 * i : 3 * i + 3], keys.C[i])
         for j in keys.orders[i][1:]:
             b = keys.B[j] @ b
         total += b
@@ -865,7 +920,7 @@ def decrypt(beta_star: ArrayLike, keys: Keys, *, lam: float = 0.0, tol: float = 
     """
     B = np.asarray(beta_star, dtype=np.float64)
     K = keys.K
-    p = (keys.column_slices[-1].stop if isinstance(keys, VerticalKeys) else keys.B[0].shape[0])
+    p = keys.column_slices[-1].stop if isinstance(keys, VerticalKeys) else keys.B[0].shape[0]
     q = 3 if isinstance(keys, VerticalKeys) else 3 * K
     if B.shape != (p, q):
         raise ValueError(f"masked estimate has shape {B.shape}, expected ({p}, {q})")
@@ -873,8 +928,9 @@ def decrypt(beta_star: ArrayLike, keys: Keys, *, lam: float = 0.0, tol: float = 
         raise ValueError("masked estimate contains NaN or infinite values")
     full = _unmask_right(B, keys, with_C=True)
     dev = float(np.max(np.abs(full[:, 1] - 1.0)))
-    return DecryptedFit(full[:, 0].copy(), full[:, 1].copy(), full[:, 2].copy(), dev, bool(dev <= tol),
-                        _check_lambda(lam))
+    return DecryptedFit(
+        full[:, 0].copy(), full[:, 1].copy(), full[:, 2].copy(), dev, bool(dev <= tol), _check_lambda(lam)
+    )
 
 
 def masked_fit(problem: MaskedProblem, keys: Keys, lam: float = 0.0, *, tol: float = 1e-6) -> DecryptedFit:
@@ -961,7 +1017,7 @@ def masked_cv(problem: MaskedProblem, keys: Keys, lambdas: ArrayLike, *, tol: fl
                 r2 = 0.0
                 r1 = 0.0
                 ref = 0.0
-                for i, s in enumerate(problem.folds[f]):                               # agency i, its rows of fold f
+                for i, s in enumerate(problem.folds[f]):  # agency i, its rows of fold f
                     loc = slice(s.start - keys.row_slices[i].start, s.stop - keys.row_slices[i].start)
                     R = keys.responses[i][loc, :2] - keys.noisy[i][loc] @ full[:, :2]
                     r2 += float(R[:, 0] @ R[:, 0])

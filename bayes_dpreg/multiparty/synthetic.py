@@ -57,8 +57,9 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple, Sequence
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -125,7 +126,9 @@ def _as_rng(rng: np.random.Generator | int | None) -> np.random.Generator:
     if isinstance(rng, np.random.Generator):
         return rng
     if rng is None:
-        raise ValueError("pass an explicit seed or np.random.Generator (rng=None is refused: results must be reproducible)")
+        raise ValueError(
+            "pass an explicit seed or np.random.Generator (rng=None is refused: results must be reproducible)"
+        )
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
         return np.random.default_rng(int(rng))
     raise ValueError(f"rng must be an int seed or np.random.Generator, got {type(rng).__name__}")
@@ -203,7 +206,7 @@ class Bins:
         n_public: int | None = None,
         discrete: Sequence[bool] | None = None,
         columns: Sequence[str] | None = None,
-    ) -> "Bins":
+    ) -> Bins:
         """Grid from declared bounds.
 
         ``bins_per_dim``: an int for every continuous column, or one int per column
@@ -260,7 +263,7 @@ class Bins:
             raise ValueError(f"column {self.columns[i]!r} is discrete: it has values, not edges")
         return np.linspace(self.lower[i], self.upper[i], self.bins_per_dim[i] + 1)
 
-    def same_columns(self, other: "Bins") -> bool:
+    def same_columns(self, other: Bins) -> bool:
         """Same column names, bounds and discrete flags (the grids may differ in resolution)."""
         return (
             self.columns == other.columns
@@ -322,12 +325,7 @@ def _enforce_bounds(
     if data.shape[0] > 0 and not allow_data_at_both_bounds:
         for i in range(bins.p):
             col = data[:, i]
-            if (
-                not bins.discrete[i]
-                and col.min() == lo[i]
-                and col.max() == hi[i]
-                and np.unique(col).size > 2
-            ):
+            if not bins.discrete[i] and col.min() == lo[i] and col.max() == hi[i] and np.unique(col).size > 2:
                 raise ValueError(
                     f"the bounds [{lo[i]:g}, {hi[i]:g}] of continuous column {bins.columns[i]!r} equal the data's "
                     "minimum and maximum exactly: the bins appear to be derived from the data, which is not "
@@ -347,8 +345,10 @@ def _enforce_bounds(
     )
     if report.any_clipped:
         if out_of_bounds == "raise":
-            raise ValueError(f"{report.n_rows_clipped} rows lie outside the declared bounds ({report}); "
-                             "use out_of_bounds='clip' to clip them")
+            raise ValueError(
+                f"{report.n_rows_clipped} rows lie outside the declared bounds ({report}); "
+                "use out_of_bounds='clip' to clip them"
+            )
         if out_of_bounds != "clip":
             raise ValueError(f"out_of_bounds must be 'clip' or 'raise', got {out_of_bounds!r}")
         data = np.clip(data, lo, hi)

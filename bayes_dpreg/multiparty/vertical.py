@@ -68,8 +68,9 @@ import csv
 import math
 import os
 import warnings
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Literal, NamedTuple, Sequence
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -140,9 +141,7 @@ def noise_multiplier(epsilon: float, delta: float, calibration: CalibrationName 
     raise ValueError(f"calibration must be 'classical' or 'analytic', got {calibration!r}")
 
 
-def entry_noise_std(
-    epsilon: float, delta: float, d_max: int, calibration: CalibrationName = "classical"
-) -> float:
+def entry_noise_std(epsilon: float, delta: float, d_max: int, calibration: CalibrationName = "classical") -> float:
     """Per-entry noise sd ``2 sqrt(d_max) sigma_{eps,delta}`` (Alg. 1 line 3, Alg. 2 line 4).
 
     The L2 sensitivity of one party's release is ``2 sqrt(d_max)`` (Sec. 4.1, 4.2).
@@ -318,8 +317,12 @@ class VerticalRelease:
 
 
 def release_party_dgm(
-    block: np.ndarray, noise_std: float, rng: np.random.Generator | None, bound_policy: BoundPolicy = "clip",
-    *, grid: int | None = None,
+    block: np.ndarray,
+    noise_std: float,
+    rng: np.random.Generator | None,
+    bound_policy: BoundPolicy = "clip",
+    *,
+    grid: int | None = None,
 ) -> PartyRelease:
     """Algorithm 1, line 3: ``D^j + R^j`` with ``R^j`` iid ``N(0, noise_std^2)``; ``rng=None``:
     discrete noise (module docstring) on the grid ``2^grid``, where ``(noise_std, grid)`` must be
@@ -414,8 +417,17 @@ def release_dgm(
     rngs = _party_rngs(noise_seed, len(blocks)) if grid is None else [None] * len(blocks)
     public = np.hstack([_noisy(b, std, r, grid) for b, r in zip(blocks, rngs)])
     return VerticalRelease(
-        public, "dgm", n, None, tuple(b.shape[1] for b in blocks),
-        std, float(epsilon), float(delta), calibration, clipped, "float" if grid is None else "discrete",
+        public,
+        "dgm",
+        n,
+        None,
+        tuple(b.shape[1] for b in blocks),
+        std,
+        float(epsilon),
+        float(delta),
+        calibration,
+        clipped,
+        "float" if grid is None else "discrete",
     )
 
 
@@ -449,8 +461,17 @@ def release_rmgm(
     rngs = _party_rngs(noise_seed, len(blocks)) if grid is None else [None] * len(blocks)
     public = np.hstack([_noisy(mixed[:, a:b], std, r, grid) for a, b, r in zip(edges[:-1], edges[1:], rngs)])
     return VerticalRelease(
-        public, "rmgm", n, k, tuple(int(e) for e in np.diff(edges)),
-        std, float(epsilon), float(delta), calibration, clipped, "float" if grid is None else "discrete",
+        public,
+        "rmgm",
+        n,
+        k,
+        tuple(int(e) for e in np.diff(edges)),
+        std,
+        float(epsilon),
+        float(delta),
+        calibration,
+        clipped,
+        "float" if grid is None else "discrete",
     )
 
 
@@ -533,7 +554,7 @@ def test_mse(weights: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean((X @ w - np.asarray(y, dtype=np.float64).ravel()) ** 2))
 
 
-setattr(test_mse, "__test__", False)  # not a pytest test
+test_mse.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
 
 
 # --------------------------------------------------------------------------- data
@@ -599,14 +620,32 @@ def _insurance_row(r: dict[str, str], path: str | os.PathLike) -> list[float]:
     if r["sex"] not in ("male", "female") or r["smoker"] not in ("yes", "no") or r["region"] not in INSURANCE_REGIONS:
         raise ValueError(f"{path}: unexpected category in row {r}")
     return [
-        float(r["age"]), float(r["sex"] == "male"), float(r["bmi"]), float(r["children"]),
-        float(r["smoker"] == "yes"), *(float(r["region"] == g) for g in INSURANCE_REGIONS), float(r["charges"]),
+        float(r["age"]),
+        float(r["sex"] == "male"),
+        float(r["bmi"]),
+        float(r["children"]),
+        float(r["smoker"] == "yes"),
+        *(float(r["region"] == g) for g in INSURANCE_REGIONS),
+        float(r["charges"]),
     ]
 
 
 BIKE_COLUMNS = (
-    "season", "yr", "mnth", "hr", "holiday", "weekday", "workingday", "weathersit",
-    "temp", "atemp", "hum", "windspeed", "casual", "registered", "cnt",
+    "season",
+    "yr",
+    "mnth",
+    "hr",
+    "holiday",
+    "weekday",
+    "workingday",
+    "weathersit",
+    "temp",
+    "atemp",
+    "hum",
+    "windspeed",
+    "casual",
+    "registered",
+    "cnt",
 )
 
 

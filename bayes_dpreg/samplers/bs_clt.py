@@ -39,19 +39,48 @@ def settings(options: dict, d: int, num_warmup: int) -> tuple[Settings, dict]:
     return Settings(num_warmup=int(num_warmup)), dict(options)
 
 
-def run(st: Any, pr: ResolvedPrior, key: jax.Array, num_chains: int, num_samples: int, num_warmup: int, *,
-        thinning: int = 1, progress_bar: bool = False) -> MethodResult:
-    samples, extra = run_chains(KERNEL, data(st), pr, Settings(num_warmup=int(num_warmup)), key, num_chains=num_chains, num_warmup=num_warmup,
-                                num_samples=num_samples, thin=thinning, progress_bar=progress_bar)
-    attrs = {"num_warmup": num_warmup, "psd_projected_fraction": float((extra["psd_projected"] > 0).mean()),
-             "b_floored_fraction": float(extra["b_floored"].mean()),
-             "model": "CLT approximation of [upper(S), z, y^T y] (Bernstein & Sheldon 2019), NIG prior"}
+def run(
+    st: Any,
+    pr: ResolvedPrior,
+    key: jax.Array,
+    num_chains: int,
+    num_samples: int,
+    num_warmup: int,
+    *,
+    thinning: int = 1,
+    progress_bar: bool = False,
+) -> MethodResult:
+    samples, extra = run_chains(
+        KERNEL,
+        data(st),
+        pr,
+        Settings(num_warmup=int(num_warmup)),
+        key,
+        num_chains=num_chains,
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        thin=thinning,
+        progress_bar=progress_bar,
+    )
+    attrs = {
+        "num_warmup": num_warmup,
+        "psd_projected_fraction": float((extra["psd_projected"] > 0).mean()),
+        "b_floored_fraction": float(extra["b_floored"].mean()),
+        "model": "CLT approximation of [upper(S), z, y^T y] (Bernstein & Sheldon 2019), NIG prior",
+    }
     return MethodResult(samples, attrs, extra)
 
 
 SAMPLER = Sampler(
-    name="bs", label="MCMC-B&S",
+    name="bs",
+    label="MCMC-B&S",
     summary="Bernstein & Sheldon's CLT model of noisy [S, z, y^T y] by Gibbs (App. C.1); needs release_bs",
-    run=run, mechanisms=("bs",), centred_features=True, models_release_noise=True, kernel=KERNEL, data=data, settings=settings,
+    run=run,
+    mechanisms=("bs",),
+    centred_features=True,
+    models_release_noise=True,
+    kernel=KERNEL,
+    data=data,
+    settings=settings,
     options=("thinning", "progress_bar"),
 )

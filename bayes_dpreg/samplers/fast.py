@@ -1,4 +1,5 @@
-"""``fast``: Bayes-fixedS-fast (Algorithm 3), exact Gaussian draws at ``S_j = nearestPSD(S~_j)`` and fixed ``sigma_y^2``."""
+"""``fast``: Bayes-fixedS-fast (Algorithm 3), exact Gaussian draws at ``S_j = nearestPSD(S~_j)``
+and fixed ``sigma_y^2``."""
 
 from __future__ import annotations
 
@@ -35,20 +36,40 @@ def fast_sigma2(y_bound: float, rule: Literal["text", "code"] | float = "text") 
     return value
 
 
-def run(st: Any, pr: ResolvedPrior, key: jax.Array, num_chains: int, num_samples: int, num_warmup: int, *,
-        sigma2: Literal["text", "code"] | float = "text", progress_bar: bool = False) -> MethodResult:
+def run(
+    st: Any,
+    pr: ResolvedPrior,
+    key: jax.Array,
+    num_chains: int,
+    num_samples: int,
+    num_warmup: int,
+    *,
+    sigma2: Literal["text", "code"] | float = "text",
+    progress_bar: bool = False,
+) -> MethodResult:
     del num_warmup, progress_bar  # exact draws: nothing to warm up or to wait for
     s2 = fast_sigma2(float(st.y_bound.max()), sigma2)
-    post = jax.jit(fast_posterior)(jnp.asarray(st.S), jnp.asarray(st.z), jnp.asarray(st.sigma_z**2), s2,
-                                   jnp.asarray(pr.m), jnp.asarray(pr.C))
+    post = jax.jit(fast_posterior)(
+        jnp.asarray(st.S), jnp.asarray(st.z), jnp.asarray(st.sigma_z**2), s2, jnp.asarray(pr.m), jnp.asarray(pr.C)
+    )
     theta = post.sample(key, (num_chains, num_samples))
-    attrs = {"sigma2_fixed": s2, "sigma2_rule": sigma2 if isinstance(sigma2, str) else "user", "exact_draws": 1,
-             "posterior_mean": np.asarray(post.mean).tolist(), "posterior_cov": np.asarray(post.cov).ravel().tolist()}
+    attrs = {
+        "sigma2_fixed": s2,
+        "sigma2_rule": sigma2 if isinstance(sigma2, str) else "user",
+        "exact_draws": 1,
+        "posterior_mean": np.asarray(post.mean).tolist(),
+        "posterior_cov": np.asarray(post.cov).ravel().tolist(),
+    }
     return MethodResult({"theta": np.asarray(theta)}, attrs)
 
 
 SAMPLER = Sampler(
-    name="fast", label="Bayes-fixedS-fast",
+    name="fast",
+    label="Bayes-fixedS-fast",
     summary="closed form: theta's Gaussian posterior at S_j = nearestPSD(S~_j) and sigma_y = y_bound/3 (Alg. 3)",
-    run=run, kind="exact", num_warmup=0, num_samples=1000, options=("sigma2", "progress_bar"),
+    run=run,
+    kind="exact",
+    num_warmup=0,
+    num_samples=1000,
+    options=("sigma2", "progress_bar"),
 )

@@ -36,27 +36,56 @@ def settings(options: dict, d: int, num_warmup: int) -> tuple[kernels.Settings, 
     return kernels.kernel_settings(dict(options), d, num_warmup)
 
 
-def run(st: Any, pr: ResolvedPrior, key: jax.Array, num_chains: int, num_samples: int, num_warmup: int,
-        **options: Any) -> MethodResult:
+def run(
+    st: Any, pr: ResolvedPrior, key: jax.Array, num_chains: int, num_samples: int, num_warmup: int, **options: Any
+) -> MethodResult:
     settings_, rest = settings(options, st.d, num_warmup)
     thin, progress = rest.pop("thinning", 1), rest.pop("progress_bar", False)
     if rest:
         raise TypeError(f"unexpected keyword arguments {sorted(rest)}")
-    samples, extra = run_chains(KERNEL, data(st), pr, settings_, key, num_chains=num_chains, num_warmup=num_warmup,
-                                num_samples=num_samples, thin=thin, progress_bar=progress)
+    samples, extra = run_chains(
+        KERNEL,
+        data(st),
+        pr,
+        settings_,
+        key,
+        num_chains=num_chains,
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        thin=thin,
+        progress_bar=progress,
+    )
     d_ = data(st)
-    stats = {"lp": log_joint(fixeds_model, d_, pr, {k: samples[k] for k in ("theta", "sigma2")}),
-             "acceptance_rate": extra["accept_prob_sigma2"], "step_size": np.exp(extra["log_step"])}
-    attrs = {"num_warmup": num_warmup, "target_accept_sigma2": settings_.target_accept_sigma2,
-             "sigma2_move": "Gaussian random walk on log sigma2 (Jacobian included); acceptance_rate and step_size "
-                            "are that move's (theta is an exact Gibbs draw)"}
+    stats = {
+        "lp": log_joint(fixeds_model, d_, pr, {k: samples[k] for k in ("theta", "sigma2")}),
+        "acceptance_rate": extra["accept_prob_sigma2"],
+        "step_size": np.exp(extra["log_step"]),
+    }
+    attrs = {
+        "num_warmup": num_warmup,
+        "target_accept_sigma2": settings_.target_accept_sigma2,
+        "sigma2_move": "Gaussian random walk on log sigma2 (Jacobian included); acceptance_rate and step_size "
+        "are that move's (theta is an exact Gibbs draw)",
+    }
     return MethodResult(samples, attrs, stats)
 
 
 SAMPLER = Sampler(
-    name="fixeds", label="MCMC-fixedS",
+    name="fixeds",
+    label="MCMC-fixedS",
     summary="theta and sigma_y^2 by Gibbs/MH at S_j = nearestPSD(S~_j) (Alg. 2); ignores the noise in S~",
-    run=run, kernel=KERNEL, data=data, settings=settings, sbc_exact_S=True,
-    options=("target_accept_sigma2", "adapt_exponent", "adapt_delay", "init_log_step", "update_sigma2", "thinning",
-             "progress_bar"),
+    run=run,
+    kernel=KERNEL,
+    data=data,
+    settings=settings,
+    sbc_exact_S=True,
+    options=(
+        "target_accept_sigma2",
+        "adapt_exponent",
+        "adapt_delay",
+        "init_log_step",
+        "update_sigma2",
+        "thinning",
+        "progress_bar",
+    ),
 )

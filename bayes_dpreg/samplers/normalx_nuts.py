@@ -58,14 +58,27 @@ from jax import Array
 from numpyro.infer.hmc import hmc
 
 from ..closed_form import collapsed_log_lik, party_terms, theta_conditional
+from ..hierarchical import ModelData, S_tilde_dist, model_data, prior_dists, upper
 from ..kernels import pooled_covariance
 from ..linalg import from_log_cholesky, log_cholesky, nearest_psd, spd_inverse
-from ..hierarchical import ModelData, S_tilde_dist, model_data, prior_dists, upper
 from ..prior import ResolvedPrior
 from .base import ChainKernel, MethodResult, Sampler, run_chains
 
-__all__ = ["NutsSettings", "Reference", "NCState", "log_density", "unpack", "init", "step", "draws", "info",
-           "KERNEL", "SAMPLER", "to_unconstrained", "settings"]
+__all__ = [
+    "NutsSettings",
+    "Reference",
+    "NCState",
+    "log_density",
+    "unpack",
+    "init",
+    "step",
+    "draws",
+    "info",
+    "KERNEL",
+    "SAMPLER",
+    "to_unconstrained",
+    "settings",
+]
 
 
 class NutsSettings(NamedTuple):
@@ -174,10 +187,16 @@ def log_density(z: dict, data: ModelData, pr: ResolvedPrior, ref: Reference) -> 
     sigma_x = -((pr.kappa + i) * log_L).sum() - 0.5 * (Linv_Lam**2).sum()
     wishart = ((data.n[:, None] - i) * log_R).sum() - 0.5 * (R**2).sum()
     t = party_terms(S, data.z_tilde, sigma2, data.sigma_z**2)
-    return (sigma_x + wishart + S_tilde_dist(S, data).log_prob(upper(data.S_tilde)).sum()
-            + prior_dists(pr)["sigma2"].log_prob(sigma2) + z["ls2"]
-            + collapsed_log_lik(t.U.sum(0), t.u.sum(0), t.c.sum(0), jnp.asarray(pr.m),
-                                spd_inverse(jnp.asarray(pr.C)), J * d))
+    return (
+        sigma_x
+        + wishart
+        + S_tilde_dist(S, data).log_prob(upper(data.S_tilde)).sum()
+        + prior_dists(pr)["sigma2"].log_prob(sigma2)
+        + z["ls2"]
+        + collapsed_log_lik(
+            t.U.sum(0), t.u.sum(0), t.c.sum(0), jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C)), J * d
+        )
+    )
 
 
 def to_unconstrained(Sigma_x: Array, S: Array, sigma2: Array, data: ModelData, ref: Reference) -> dict:
@@ -191,7 +210,7 @@ def _potential(data: ModelData, pr: ResolvedPrior, ref: Reference) -> Any:
     return lambda z: -log_density(z, data, pr, ref)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _nuts(settings: NutsSettings) -> tuple[Any, Any]:
     """NumPyro's NUTS ``(init_kernel, sample_kernel)`` for these settings. ``hmc`` keeps the
     warm-up schedule in its closure, so each settings value gets its own pair."""
@@ -206,13 +225,21 @@ def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: NutsSettings)
     k_v, k_c, k_s, k_nuts = jax.random.split(key, 4)
     ref = reference(data)
     dtype = data.S_tilde.dtype
-    z0 = {"v": jax.random.normal(k_v, (p,), dtype), "c": jax.random.normal(k_c, (J, p), dtype),
-          "ls2": jnp.log(jnp.asarray(pr.b, dtype)) + jax.random.normal(k_s, (), dtype)}
+    z0 = {
+        "v": jax.random.normal(k_v, (p,), dtype),
+        "c": jax.random.normal(k_c, (J, p), dtype),
+        "ls2": jnp.log(jnp.asarray(pr.b, dtype)) + jax.random.normal(k_s, (), dtype),
+    }
     init_kernel, _ = _nuts(settings)
-    state = init_kernel(z0, settings.num_warmup, target_accept_prob=settings.target_accept_prob,
-                        max_tree_depth=settings.max_tree_depth,
-                        dense_mass=_dense_mass(settings.dense_mass, p * (J + 1) + 1, p + 1),
-                        model_args=(data, pr, ref), rng_key=k_nuts)
+    state = init_kernel(
+        z0,
+        settings.num_warmup,
+        target_accept_prob=settings.target_accept_prob,
+        max_tree_depth=settings.max_tree_depth,
+        dense_mass=_dense_mass(settings.dense_mass, p * (J + 1) + 1, p + 1),
+        model_args=(data, pr, ref),
+        rng_key=k_nuts,
+    )
     return NCState(state, ref)
 
 
@@ -238,16 +265,23 @@ def step(state: NCState, data: ModelData, pr: ResolvedPrior, settings: NutsSetti
 def draws(state: NCState, data: ModelData, pr: ResolvedPrior, key: Array) -> dict:
     """``Sigma_x``, ``S``, ``sigma2`` of the state and ``theta`` from its exact conditional (eq. 12)."""
     L, _, S, sigma2 = unpack(state.hmc.z, data, state.ref)
-    post = theta_conditional(S, data.z_tilde, sigma2, data.sigma_z**2, jnp.asarray(pr.m),
-                             spd_inverse(jnp.asarray(pr.C)))
+    post = theta_conditional(
+        S, data.z_tilde, sigma2, data.sigma_z**2, jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C))
+    )
     return {"theta": post.sample(key), "sigma2": sigma2, "Sigma_x": L @ L.T, "S": S}
 
 
 def info(state: NCState) -> dict:
     """Sample statistics in ArviZ's names."""
     h = state.hmc
-    return {"diverging": h.diverging, "n_steps": h.num_steps, "acceptance_rate": h.accept_prob,
-            "energy": h.energy, "step_size": h.adapt_state.step_size, "lp": -h.potential_energy}
+    return {
+        "diverging": h.diverging,
+        "n_steps": h.num_steps,
+        "acceptance_rate": h.accept_prob,
+        "energy": h.energy,
+        "step_size": h.adapt_state.step_size,
+        "lp": -h.potential_energy,
+    }
 
 
 KERNEL = ChainKernel(init, step, draws, info, vectorize=False)
@@ -261,29 +295,62 @@ def settings(options: dict, d: int, num_warmup: int) -> tuple[NutsSettings, dict
     return NutsSettings(int(num_warmup), **fields), rest
 
 
-def run(st: Any, pr: ResolvedPrior, key: Array, num_chains: int, num_samples: int, num_warmup: int, *,
-        target_accept_prob: float = 0.8, max_tree_depth: int = 10, dense_mass: str = "auto", thinning: int = 1,
-        progress_bar: bool = False) -> MethodResult:
+def run(
+    st: Any,
+    pr: ResolvedPrior,
+    key: Array,
+    num_chains: int,
+    num_samples: int,
+    num_warmup: int,
+    *,
+    target_accept_prob: float = 0.8,
+    max_tree_depth: int = 10,
+    dense_mass: str = "auto",
+    thinning: int = 1,
+    progress_bar: bool = False,
+) -> MethodResult:
     if not 0 < target_accept_prob < 1:
         raise ValueError(f"target_accept_prob must lie in (0, 1), got {target_accept_prob}")
     if dense_mass not in ("auto", "full", "level", "diagonal"):
         raise ValueError(f"dense_mass must be 'auto', 'full', 'level' or 'diagonal', got {dense_mass!r}")
     settings = NutsSettings(num_warmup, float(target_accept_prob), int(max_tree_depth), dense_mass)
-    samples, stats = run_chains(KERNEL, model_data(st), pr, settings, key, num_chains=num_chains,
-                                num_warmup=num_warmup, num_samples=num_samples, thin=thinning,
-                                progress_bar=progress_bar)
+    samples, stats = run_chains(
+        KERNEL,
+        model_data(st),
+        pr,
+        settings,
+        key,
+        num_chains=num_chains,
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        thin=thinning,
+        progress_bar=progress_bar,
+    )
     stats["tree_depth"] = np.floor(np.log2(np.maximum(stats["n_steps"], 1))).astype(np.int64) + 1
-    attrs = {"num_warmup": num_warmup, "sampler": "NUTS (NumPyro), non-centred S_j = L W_j L^T, theta integrated "
-             "out and drawn from eq. (12)", "target_accept_prob": target_accept_prob,
-             "max_tree_depth": max_tree_depth, "dense_mass": dense_mass,
-             "divergences": int(stats["diverging"].sum())}
+    attrs = {
+        "num_warmup": num_warmup,
+        "sampler": "NUTS (NumPyro), non-centred S_j = L W_j L^T, theta integrated out and drawn from eq. (12)",
+        "target_accept_prob": target_accept_prob,
+        "max_tree_depth": max_tree_depth,
+        "dense_mass": dense_mass,
+        "divergences": int(stats["diverging"].sum()),
+    }
     return MethodResult(samples, attrs, stats)
 
 
 SAMPLER = Sampler(
-    name="normalx-nuts", label="MCMC-normalX (NUTS)",
+    name="normalx-nuts",
+    label="MCMC-normalX (NUTS)",
     summary="the normalX model (eq. 10; noise in S~ modelled) by NUTS, non-centred, theta integrated out",
-    run=run, kind="mcmc", needs_wishart=True, centred_features=True, models_release_noise=True,
-    num_warmup=500, num_samples=500, kernel=KERNEL, data=model_data, settings=settings,
+    run=run,
+    kind="mcmc",
+    needs_wishart=True,
+    centred_features=True,
+    models_release_noise=True,
+    num_warmup=500,
+    num_samples=500,
+    kernel=KERNEL,
+    data=model_data,
+    settings=settings,
     options=("target_accept_prob", "max_tree_depth", "dense_mass", "thinning", "progress_bar"),
 )
