@@ -4,31 +4,14 @@ Implements Alparslan, Yildirim & Birbil, "Differentially Private Distributed
 Bayesian Linear Regression with MCMC" (ICML 2023). Importing the package turns
 on JAX's 64-bit mode: entries of ``S = X^T X`` grow with ``n``.
 
-It also asks XLA for one CPU intra-op thread (``NPROC=1``, unless ``NPROC`` is
-already set). jaxlib's batched LAPACK kernels (Cholesky, triangular solves,
-``eigh``) split a large batch over that thread pool and block a pool thread
-until the pieces are done; when XLA runs two such kernels at once, every pool
-thread can end up waiting and the computation deadlocks, idle, for ever
-(jaxlib 0.10.2, 2 cores: vmapped MCMC-normalX chains on bike sharing,
-``tests/test_runtime.py``). With one thread the kernels run inline; the
-samplers, which vectorise over parties, chains and replications, measured no
-slower (``benchmarks/bench_threads.py``). Parallelism across cores comes from
-separate processes (``bayes-dpreg reproduce --workers``).
+Importing it changes nothing else: processes that run many vectorised chains
+(studies, benchmarks, the command line, the tests) call :func:`configure_threads`
+first, which asks XLA for one CPU intra-op thread; jaxlib 0.10.0-0.11.0 can
+deadlock on few cores when it splits large batched linear algebra over the
+default pool (:mod:`bayes_dpreg.threads`).
 """
 
-import os
-import warnings
-
-_SET_NPROC = "NPROC" not in os.environ
-os.environ.setdefault("NPROC", "1")
-
-import jax  # noqa: E402
-from jax._src import xla_bridge as _xla_bridge  # noqa: E402
-
-if _SET_NPROC and _xla_bridge.backends_are_initialized():  # pragma: no cover - import order
-    warnings.warn("bayes_dpreg was imported after JAX created its CPU backend, so NPROC=1 cannot take effect; "
-                  "batched linear algebra may deadlock on few cores. Import bayes_dpreg first or set NPROC=1.",
-                  RuntimeWarning, stacklevel=2)
+import jax
 
 jax.config.update("jax_enable_x64", True)
 
@@ -39,6 +22,7 @@ from .diagnostics import ConvergenceWarning  # noqa: E402
 from .inference import METHODS, NoiseWarning, fit  # noqa: E402
 from .prior import ModelSpec, Prior, PriorScales, load_model, prior_scales  # noqa: E402
 from .samplers import DEFAULT_METHOD, SAMPLERS  # noqa: E402
+from .threads import configure_threads  # noqa: E402
 from .privacy import (  # noqa: E402
     ClippingWarning,
     NotPrivateWarning,
@@ -62,6 +46,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "compare",
+    "configure_threads",
     "inclusion",
     "log_evidence",
     "ProposedBounds",

@@ -3,7 +3,9 @@ from pathlib import Path
 
 import pytest
 
-import bayes_dpreg  # noqa: F401  (turns on float64 in JAX before any test uses it)
+import bayes_dpreg  # (turns on float64 in JAX before any test uses it)
+
+bayes_dpreg.configure_threads()  # the suite runs vectorised chains: one XLA CPU thread (bayes_dpreg.threads)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
