@@ -38,10 +38,11 @@ def enable_compilation_cache() -> str | None:
     import jax
 
     if _done:
-        return getattr(jax.config, "jax_compilation_cache_dir")
+        return jax.config.jax_compilation_cache_dir  # type: ignore[attr-defined]
     _done = True
-    if getattr(jax.config, "jax_compilation_cache_dir"):  # the caller's own setting wins
-        return getattr(jax.config, "jax_compilation_cache_dir")
+    # the caller's own setting wins
+    if jax.config.jax_compilation_cache_dir:  # type: ignore[attr-defined]
+        return jax.config.jax_compilation_cache_dir  # type: ignore[attr-defined]
     setting = os.environ.get(ENV, "").strip()
     if setting.lower() in ("", "0", "off", "false", "no"):
         return None
@@ -59,4 +60,4 @@ def compilation_cache_dir() -> str | None:
     """The persistent compilation cache directory JAX uses in this process (``None``: none)."""
     import jax
 
-    return getattr(jax.config, "jax_compilation_cache_dir")
+    return jax.config.jax_compilation_cache_dir  # type: ignore[attr-defined]

@@ -8,8 +8,9 @@ import argparse
 import sys
 import time
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,8 +22,20 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 
-def _release_all(parts, *, epsilon, delta, x_bound, y_bound, seed, names=None, mechanism="ssp", intercept=False,
-                 ledger=None, columns=None):
+def _release_all(
+    parts,
+    *,
+    epsilon,
+    delta,
+    x_bound,
+    y_bound,
+    seed,
+    names=None,
+    mechanism="ssp",
+    intercept=False,
+    ledger=None,
+    columns=None,
+):
     """Release every party's statistics; collect each party's private clipping report."""
     from .privacy import ClippingWarning
     from .release import release, release_adassp, release_bs
@@ -31,8 +44,7 @@ def _release_all(parts, *, epsilon, delta, x_bound, y_bound, seed, names=None, m
     names = names or [f"party{j + 1}" for j in range(len(parts))]
     seeds = np.random.SeedSequence(seed).spawn(len(parts)) if seed is not None else [None] * len(parts)
     for j, ((Xj, yj), sj) in enumerate(zip(parts, seeds)):
-        kw = dict(epsilon=epsilon, delta=delta, x_bound=x_bound, y_bound=y_bound, seed=sj, name=names[j],
-                  ledger=ledger)
+        kw = dict(epsilon=epsilon, delta=delta, x_bound=x_bound, y_bound=y_bound, seed=sj, name=names[j], ledger=ledger)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ClippingWarning)
             if mechanism == "ssp":
@@ -57,18 +69,25 @@ def cmd_demo(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     ds = load_power_plant()
     parts = split_parties(ds.X_train, ds.y_train, args.parties)
-    print(f"bayes-dpreg demo: UCI power plant, {ds.X_train.shape[0]} training rows, d = {ds.X_train.shape[1]}, "
-          f"split into J = {args.parties} parties of ~{parts[0][0].shape[0]} rows")
-    print(f"release: (eps, delta) = ({args.epsilon:g}, {args.delta:g}) per party, declared bounds "
-          f"||x|| <= {args.x_bound:g}, |y| <= {args.y_bound:g}, demo noise seed {args.seed} (a seeded release is "
-          "reproducible, hence not private: real releases draw from OS entropy)")
+    print(
+        f"bayes-dpreg demo: UCI power plant, {ds.X_train.shape[0]} training rows, d = {ds.X_train.shape[1]}, "
+        f"split into J = {args.parties} parties of ~{parts[0][0].shape[0]} rows"
+    )
+    print(
+        f"release: (eps, delta) = ({args.epsilon:g}, {args.delta:g}) per party, declared bounds "
+        f"||x|| <= {args.x_bound:g}, |y| <= {args.y_bound:g}, demo noise seed {args.seed} (a seeded release is "
+        "reproducible, hence not private: real releases draw from OS entropy)"
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        stats, notes = _release_all(parts, epsilon=args.epsilon, delta=args.delta, x_bound=args.x_bound,
-                                    y_bound=args.y_bound, seed=args.seed)
+        stats, notes = _release_all(
+            parts, epsilon=args.epsilon, delta=args.delta, x_bound=args.x_bound, y_bound=args.y_bound, seed=args.seed
+        )
     s0 = stats[0]
-    print(f"noise: {s0.calibration} calibration, sigma_S = {s0.sigma_S:.4g}, sigma_z = {s0.sigma_z:.4g} "
-          f"(entries of S_j are ~{np.trace(parts[0][0].T @ parts[0][0]) / ds.X_train.shape[1]:.0f} on the diagonal)")
+    print(
+        f"noise: {s0.calibration} calibration, sigma_S = {s0.sigma_S:.4g}, sigma_z = {s0.sigma_z:.4g} "
+        f"(entries of S_j are ~{np.trace(parts[0][0].T @ parts[0][0]) / ds.X_train.shape[1]:.0f} on the diagonal)"
+    )
     if notes:
         print("clipping (reported to each releasing party only, not released):")
         print("\n".join(notes))
@@ -82,13 +101,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
     theta_mean = idata.posterior["theta"].mean(("chain", "draw")).values
     mse_dp = float(np.mean((ds.X_test @ theta_mean - ds.y_test) ** 2))
     mse_ols = float(np.mean((ds.X_test @ ols - ds.y_test) ** 2))
-    print(f"\ntest MSE of the posterior-mean prediction: {mse_dp:.5f} (non-private OLS {mse_ols:.5f}, "
-          f"{ds.X_test.shape[0]} test rows)")
+    print(
+        f"\ntest MSE of the posterior-mean prediction: {mse_dp:.5f} (non-private OLS {mse_ols:.5f}, "
+        f"{ds.X_test.shape[0]} test rows)"
+    )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    fig = plot_coefficients(idata, out / "demo_posterior.png", {"OLS (non-private)": ols},
-                            title=f"power plant, J = {args.parties}, eps = {args.epsilon:g}, "
-                                  f"method {idata.posterior.attrs['method']}")
+    fig = plot_coefficients(
+        idata,
+        out / "demo_posterior.png",
+        {"OLS (non-private)": ols},
+        title=f"power plant, J = {args.parties}, eps = {args.epsilon:g}, method {idata.posterior.attrs['method']}",
+    )
     print(f"figure: {fig}")
     print(f"wall time: {time.perf_counter() - t0:.1f} s")
     return 0
@@ -101,24 +125,38 @@ def cmd_release(args: argparse.Namespace) -> int:
     ledger = _open_ledger(args)
     y_col = _y_column(args.y_column)
     name = args.name if args.name is not None else output.stem
-    stats, notes = _release_all([(args.data, y_col)], epsilon=args.epsilon, delta=args.delta, x_bound=args.x_bound,
-                                y_bound=args.y_bound, seed=args.seed, names=[name], mechanism=args.mechanism,
-                                intercept=args.intercept, ledger=ledger, columns=args.columns)
+    stats, notes = _release_all(
+        [(args.data, y_col)],
+        epsilon=args.epsilon,
+        delta=args.delta,
+        x_bound=args.x_bound,
+        y_bound=args.y_bound,
+        seed=args.seed,
+        names=[name],
+        mechanism=args.mechanism,
+        intercept=args.intercept,
+        ledger=ledger,
+        columns=args.columns,
+    )
     if notes:
         print("clipping (for you only; not written to the file):")
         print("\n".join(notes))
     s = stats[0]
     path = s.save(output, overwrite=args.force)
-    print(f"wrote {path}: party {s.name!r}, mechanism {s.mechanism}, {s.noise} noise, n = {s.n}, d = {s.d}, "
-          f"sigma_S = {s.sigma_S:.4g}, sigma_z = {s.sigma_z:.4g} ({s.calibration}), release id {s.release_id}")
+    print(
+        f"wrote {path}: party {s.name!r}, mechanism {s.mechanism}, {s.noise} noise, n = {s.n}, d = {s.d}, "
+        f"sigma_S = {s.sigma_S:.4g}, sigma_z = {s.sigma_z:.4g} ({s.calibration}), release id {s.release_id}"
+    )
     if ledger is not None:
         sp = ledger.spent()
-        print(f"ledger {ledger.path}: spent eps = {sp['epsilon_pld']:.4g} at delta = {sp['delta']:g} of the budget "
-              f"{ledger.budget}")
+        print(
+            f"ledger {ledger.path}: spent eps = {sp['epsilon_pld']:.4g} at delta = {sp['delta']:g} of the budget "
+            f"{ledger.budget}"
+        )
     return 0
 
 
-def _open_ledger(args: argparse.Namespace) -> "PrivacyLedger | None":
+def _open_ledger(args: argparse.Namespace) -> PrivacyLedger | None:
     if not args.ledger:
         return None
     from .ledger import PrivacyLedger
@@ -134,13 +172,25 @@ def cmd_bounds(args: argparse.Namespace) -> int:
     from .bounds import propose_bounds
 
     ledger = _open_ledger(args)
-    pb = propose_bounds(args.data, _y_column(args.y_column), epsilon=args.epsilon, quantile=args.quantile,
-                        x_range=tuple(args.x_range), y_range=tuple(args.y_range), ledger=ledger,
-                        name=args.name or "", columns=args.columns)
-    print(f"proposed (eps = {pb.epsilon:g}, quantile {pb.quantile:g}; safe to publish): "
-          f"--x-bound {pb.x_bound:.6g} --y-bound {pb.y_bound:.6g}")
-    print(f"for you only: these bounds would clip {100 * pb.x_clipped:.2f}% of the {pb.n_rows} rows' x "
-          f"and {100 * pb.y_clipped:.2f}% of their y")
+    pb = propose_bounds(
+        args.data,
+        _y_column(args.y_column),
+        epsilon=args.epsilon,
+        quantile=args.quantile,
+        x_range=tuple(args.x_range),
+        y_range=tuple(args.y_range),
+        ledger=ledger,
+        name=args.name or "",
+        columns=args.columns,
+    )
+    print(
+        f"proposed (eps = {pb.epsilon:g}, quantile {pb.quantile:g}; safe to publish): "
+        f"--x-bound {pb.x_bound:.6g} --y-bound {pb.y_bound:.6g}"
+    )
+    print(
+        f"for you only: these bounds would clip {100 * pb.x_clipped:.2f}% of the {pb.n_rows} rows' x "
+        f"and {100 * pb.y_clipped:.2f}% of their y"
+    )
     if ledger is not None:
         print(ledger.table().splitlines()[-1])
     return 0
@@ -161,12 +211,17 @@ def _print_fit(idata, caught, reference=None) -> None:
     from .report import coefficient_table, format_table
 
     post = idata.posterior
-    print(f"posterior ({post.attrs['method']}: {post.attrs['method_label']}, {post.sizes['chain']} x "
-          f"{post.sizes['draw']} draws, prior {'autoscaled to the release' if post.attrs['prior_autoscaled'] else 'given'}):")
+    print(
+        f"posterior ({post.attrs['method']}: {post.attrs['method_label']}, {post.sizes['chain']} x "
+        f"{post.sizes['draw']} draws, prior "
+        f"{'autoscaled to the release' if post.attrs['prior_autoscaled'] else 'given'}):"
+    )
     print(format_table(coefficient_table(idata, reference)))
     if "max_rhat" in post.attrs:
-        print(f"convergence: max R-hat {post.attrs['max_rhat']:.3f}, min bulk ESS {post.attrs['min_ess_bulk']:.0f}, "
-              f"min tail ESS {post.attrs['min_ess_tail']:.0f}: {'ok' if post.attrs['converged'] else 'NOT CONVERGED'}")
+        print(
+            f"convergence: max R-hat {post.attrs['max_rhat']:.3f}, min bulk ESS {post.attrs['min_ess_bulk']:.0f}, "
+            f"min tail ESS {post.attrs['min_ess_tail']:.0f}: {'ok' if post.attrs['converged'] else 'NOT CONVERGED'}"
+        )
     for w in caught:
         if issubclass(w.category, (ConvergenceWarning, NoiseWarning)):
             print(f"warning ({w.category.__name__}): {w.message}", file=sys.stderr)
@@ -225,14 +280,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if args.evidence == "normalx" and models is None:
             raise ValueError("--evidence normalx fits every candidate: name them with --candidate")
         extra = {"num_samples": args.num_samples, "seed": args.seed} if args.evidence == "normalx" else {}
-        table, _ = compare(stats, models, prior, model_prior=args.model_prior, coef_names=names,
-                           model=args.evidence, **extra)
-        print("fixed-S model evidence and exact leave-one-party-out (bayes_dpreg.compare):" if args.evidence == "fixeds"
-              else "normalX model evidence by bridge sampling and PSIS leave-one-party-out (bayes_dpreg.compare):")
+        table, _ = compare(
+            stats, models, prior, model_prior=args.model_prior, coef_names=names, model=args.evidence, **extra
+        )
+        print(
+            "fixed-S model evidence and exact leave-one-party-out (bayes_dpreg.compare):"
+            if args.evidence == "fixeds"
+            else "normalX model evidence by bridge sampling and PSIS leave-one-party-out (bayes_dpreg.compare):"
+        )
         print(table.head(args.top).to_string())
         inc = inclusion(stats, prior, model_prior=args.model_prior, coef_names=names)
-        how = (f"all 2^{stats[0].d} subsets" if inc.attrs["method"] == "enumerate" else
-               f"a Gibbs sampler over the indicators ({inc.attrs['models_evaluated']} subsets evaluated)")
+        how = (
+            f"all 2^{stats[0].d} subsets"
+            if inc.attrs["method"] == "enumerate"
+            else f"a Gibbs sampler over the indicators ({inc.attrs['models_evaluated']} subsets evaluated)"
+        )
         print(f"\ninclusion by {how} ({args.model_prior} prior over models):")
         print(inc.to_string())
     if args.report:
@@ -265,19 +327,27 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_sigma(args: argparse.Namespace) -> int:
     from .privacy import analytic_gaussian_sigma, as_published_gaussian_sigma, calibrate, classical_gaussian_sigma
 
-    print(f"delta = {args.delta:g}; unit-sensitivity noise sd and the [S, z] calibration for "
-          f"||x|| <= {args.x_bound:g}, |y| <= {args.y_bound:g}")
-    print(f"discrete: the release's default noise on a grid, for d = {args.d}, n = {args.n:g} (sigma_S and its "
-          "growth over the analytic Gaussian mechanism's)")
-    print(f"{'eps':>8}{'analytic':>12}{'classical':>12}{'sigma_S':>12}{'sigma_z':>12}  calibration"
-          f"{'discrete sigma_S':>18}{'growth':>10}{'as published (NOT private)':>30}")
+    print(
+        f"delta = {args.delta:g}; unit-sensitivity noise sd and the [S, z] calibration for "
+        f"||x|| <= {args.x_bound:g}, |y| <= {args.y_bound:g}"
+    )
+    print(
+        f"discrete: the release's default noise on a grid, for d = {args.d}, n = {args.n:g} (sigma_S and its "
+        "growth over the analytic Gaussian mechanism's)"
+    )
+    print(
+        f"{'eps':>8}{'analytic':>12}{'classical':>12}{'sigma_S':>12}{'sigma_z':>12}  calibration"
+        f"{'discrete sigma_S':>18}{'growth':>10}{'as published (NOT private)':>30}"
+    )
     for eps in args.epsilon:
         classical = classical_gaussian_sigma(eps, args.delta) if eps <= 1 else float("nan")
         cal = calibrate(eps, args.delta, args.x_bound, args.y_bound)
         disc = calibrate(eps, args.delta, args.x_bound, args.y_bound, noise="discrete", d=args.d, n=int(args.n))
-        print(f"{eps:>8g}{analytic_gaussian_sigma(eps, args.delta):>12.5g}{classical:>12.5g}"
-              f"{cal.sigma_S:>12.5g}{cal.sigma_z:>12.5g}  {cal.kind:<11}{disc.sigma_S:>14.7g}"
-              f"{disc.sigma_S / cal.sigma_S - 1:>14.1e}{as_published_gaussian_sigma(eps, args.delta):>19.5g}")
+        print(
+            f"{eps:>8g}{analytic_gaussian_sigma(eps, args.delta):>12.5g}{classical:>12.5g}"
+            f"{cal.sigma_S:>12.5g}{cal.sigma_z:>12.5g}  {cal.kind:<11}{disc.sigma_S:>14.7g}"
+            f"{disc.sigma_S / cal.sigma_S - 1:>14.1e}{as_published_gaussian_sigma(eps, args.delta):>19.5g}"
+        )
     return 0
 
 
@@ -289,13 +359,21 @@ def _methods() -> list[str]:
 
 def _table_arguments(p: argparse.ArgumentParser) -> None:
     """The response/feature columns and the privacy ledger, shared by ``release`` and ``bounds``."""
-    p.add_argument("--y-column", dest="y_column", default="-1",
-                   help="the response column: a name (files with a header) or a 0-based index (default -1, the last)")
+    p.add_argument(
+        "--y-column",
+        dest="y_column",
+        default="-1",
+        help="the response column: a name (files with a header) or a 0-based index (default -1, the last)",
+    )
     p.add_argument("--columns", nargs="+", default=None, help="the feature columns (default: all but the response)")
-    p.add_argument("--ledger", default=None,
-                   help="privacy ledger of this data source (JSON); refused if it would exceed its budget")
-    p.add_argument("--budget-epsilon", dest="budget_epsilon", type=float, default=None,
-                   help="total epsilon of a new ledger")
+    p.add_argument(
+        "--ledger",
+        default=None,
+        help="privacy ledger of this data source (JSON); refused if it would exceed its budget",
+    )
+    p.add_argument(
+        "--budget-epsilon", dest="budget_epsilon", type=float, default=None, help="total epsilon of a new ledger"
+    )
     p.add_argument("--budget-delta", dest="budget_delta", type=float, default=None, help="total delta of a new ledger")
 
 
@@ -314,34 +392,66 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default="demo_output")
     d.set_defaults(func=cmd_demo)
 
-    r = sub.add_parser("release", help="release one party's noisy statistics from a CSV or Parquet table, read in batches "
-                            "(CSV: numbers only, an optional header; y in the last column unless --y-column)")
+    r = sub.add_parser(
+        "release",
+        help="release one party's noisy statistics from a CSV or Parquet table, read in batches "
+        "(CSV: numbers only, an optional header; y in the last column unless --y-column)",
+    )
     r.add_argument("data")
     r.add_argument("--epsilon", type=float, required=True)
     r.add_argument("--delta", type=float, required=True)
     r.add_argument("--x-bound", type=float, required=True)
     r.add_argument("--y-bound", type=float, required=True)
-    r.add_argument("--seed", type=int, default=None,
-                   help="for studies only: the file records it and the release is not private; default: OS entropy")
+    r.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="for studies only: the file records it and the release is not private; default: OS entropy",
+    )
     r.add_argument("--name", default=None, help="the party's name (default: the output file's stem)")
-    r.add_argument("--mechanism", default="ssp", choices=["ssp", "adassp", "bs"],
-                   help="ssp (default: S and z, for every method but bs/adassp), adassp or bs")
+    r.add_argument(
+        "--mechanism",
+        default="ssp",
+        choices=["ssp", "adassp", "bs"],
+        help="ssp (default: S and z, for every method but bs/adassp), adassp or bs",
+    )
     r.add_argument("--intercept", action="store_true", help="release the statistics of [1, x] (normalx-intercept)")
     r.add_argument("--force", action="store_true", help="replace the output file if it exists")
     _table_arguments(r)
     r.add_argument("-o", "--output", required=True)
     r.set_defaults(func=cmd_release)
 
-    bd = sub.add_parser("bounds", help="propose x_bound and y_bound for a release by DP quantiles of the row norms "
-                        "and |y| (spends --epsilon of the party's budget; record it with --ledger)")
+    bd = sub.add_parser(
+        "bounds",
+        help="propose x_bound and y_bound for a release by DP quantiles of the row norms "
+        "and |y| (spends --epsilon of the party's budget; record it with --ledger)",
+    )
     bd.add_argument("data")
     bd.add_argument("--epsilon", type=float, required=True, help="spent on the two quantiles (half each)")
-    bd.add_argument("--quantile", type=float, default=None,
-                    help="share of rows to keep unclipped (default: min(0.99, 1 - 80 / (n eps / 2)))")
-    bd.add_argument("--x-range", dest="x_range", type=float, nargs=2, default=[1e-6, 1e9], metavar=("LO", "HI"),
-                    help="public range of candidate x bounds")
-    bd.add_argument("--y-range", dest="y_range", type=float, nargs=2, default=[1e-6, 1e9], metavar=("LO", "HI"),
-                    help="public range of candidate y bounds")
+    bd.add_argument(
+        "--quantile",
+        type=float,
+        default=None,
+        help="share of rows to keep unclipped (default: min(0.99, 1 - 80 / (n eps / 2)))",
+    )
+    bd.add_argument(
+        "--x-range",
+        dest="x_range",
+        type=float,
+        nargs=2,
+        default=[1e-6, 1e9],
+        metavar=("LO", "HI"),
+        help="public range of candidate x bounds",
+    )
+    bd.add_argument(
+        "--y-range",
+        dest="y_range",
+        type=float,
+        nargs=2,
+        default=[1e-6, 1e9],
+        metavar=("LO", "HI"),
+        help="public range of candidate y bounds",
+    )
     bd.add_argument("--name", default=None, help="the party's name in the ledger")
     _table_arguments(bd)
     bd.set_defaults(func=cmd_bounds)
@@ -350,25 +460,46 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("ledger")
     b.set_defaults(func=cmd_budget)
 
-    c = sub.add_parser("compare", help="compare feature subsets from released statistics files: evidence, "
-                       "posterior model probabilities, inclusion Bayes factors, leave-one-party-out")
+    c = sub.add_parser(
+        "compare",
+        help="compare feature subsets from released statistics files: evidence, "
+        "posterior model probabilities, inclusion Bayes factors, leave-one-party-out",
+    )
     c.add_argument("stats", nargs="+")
-    c.add_argument("--candidate", action="append", default=None, metavar="NAME=F1,F2",
-                   help="a candidate model (repeatable); default: every subset when d <= 10")
+    c.add_argument(
+        "--candidate",
+        action="append",
+        default=None,
+        metavar="NAME=F1,F2",
+        help="a candidate model (repeatable); default: every subset when d <= 10",
+    )
     c.add_argument("--model-prior", dest="model_prior", default="uniform", choices=["uniform", "beta-binomial"])
     c.add_argument("--coef-names", dest="coef_names", nargs="+", default=None, help="labels of the features")
-    c.add_argument("--model", default=None, help="TOML model specification for the prior: a file or a bundled name (default, alparslan2023, ...)")
-    c.add_argument("--evidence", default="fixeds", choices=["fixeds", "normalx"],
-                   help="model whose evidence ranks the candidates: fixeds (closed form, instant) or normalx "
-                        "(the noise in S~ modelled; a normalx-nuts fit and bridge sampling per candidate)")
-    c.add_argument("--num-samples", dest="num_samples", type=int, default=1000, help="draws per chain (--evidence normalx)")
+    c.add_argument(
+        "--model",
+        default=None,
+        help="TOML model specification for the prior: a file or a bundled name (default, alparslan2023, ...)",
+    )
+    c.add_argument(
+        "--evidence",
+        default="fixeds",
+        choices=["fixeds", "normalx"],
+        help="model whose evidence ranks the candidates: fixeds (closed form, instant) or normalx "
+        "(the noise in S~ modelled; a normalx-nuts fit and bridge sampling per candidate)",
+    )
+    c.add_argument(
+        "--num-samples", dest="num_samples", type=int, default=1000, help="draws per chain (--evidence normalx)"
+    )
     c.add_argument("--seed", type=int, default=0, help="seed of the sampling (--evidence normalx)")
     c.add_argument("--top", type=int, default=20, help="rows of the comparison table to show")
     c.add_argument("--report", default=None, help="also write a self-contained HTML report (and .md) here")
     c.set_defaults(func=cmd_compare)
 
-    rp = sub.add_parser("report", help="a self-contained HTML (and Markdown) report of a fit saved by "
-                        "'bayes-dpreg fit -o posterior.nc', optionally with the model comparison of --stats")
+    rp = sub.add_parser(
+        "report",
+        help="a self-contained HTML (and Markdown) report of a fit saved by "
+        "'bayes-dpreg fit -o posterior.nc', optionally with the model comparison of --stats",
+    )
     rp.add_argument("posterior", help="a netCDF file written by 'bayes-dpreg fit -o'")
     rp.add_argument("-o", "--output", required=True, help="the HTML file; the Markdown twin goes beside it")
     rp.add_argument("--stats", nargs="+", default=None, help="the released statistics, for the comparison section")
@@ -379,7 +510,11 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("stats", nargs="+")
     f.add_argument("--method", default=None, choices=_methods(), help="default: the model file's, else normalx-nuts")
     f.add_argument("--progress", action="store_true", help="show a progress bar")
-    f.add_argument("--model", default=None, help="TOML model specification: a file or a bundled name (default, alparslan2023, alparslan2023_text)")
+    f.add_argument(
+        "--model",
+        default=None,
+        help="TOML model specification: a file or a bundled name (default, alparslan2023, alparslan2023_text)",
+    )
     f.add_argument("--num-samples", dest="num_samples", type=int, default=None)
     f.add_argument("--num-chains", dest="num_chains", type=int, default=None)
     f.add_argument("--num-warmup", dest="num_warmup", type=int, default=None)
@@ -400,6 +535,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 @x64
 def main(argv: Sequence[str] | None = None) -> int:
+    from .threads import configure_threads
+
+    configure_threads()  # this process runs the studies: one XLA CPU thread (bayes_dpreg.threads)
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

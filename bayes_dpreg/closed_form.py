@@ -81,8 +81,7 @@ def party_terms(S: Array, z: Array, sigma2: Array, sigma_z2: Array) -> PartyTerm
     return PartyTerms(U, u, c)
 
 
-def collapsed_log_lik(U_sum: Array, u_sum: Array, c_sum: Array, m: Array, C_inv: Array,
-                      num_obs: int | Array) -> Array:
+def collapsed_log_lik(U_sum: Array, u_sum: Array, c_sum: Array, m: Array, C_inv: Array, num_obs: int | Array) -> Array:
     r"""``log p(z_{1:J} | S_{1:J}, sigma_y^2)`` with ``theta ~ N(m, C)`` integrated out.
 
     .. math::
@@ -98,14 +97,16 @@ def collapsed_log_lik(U_sum: Array, u_sum: Array, c_sum: Array, m: Array, C_inv:
     v = solve_triangular(L, h[..., None], lower=True)[..., 0]
     logdet_Cinv = 2.0 * jnp.log(jnp.diagonal(jnp.linalg.cholesky(C_inv))).sum()
     return (
-        -0.5 * c_sum + 0.5 * logdet_Cinv - 0.5 * m @ C_inv @ m + 0.5 * v @ v
-        - jnp.log(jnp.diagonal(L)).sum() - 0.5 * num_obs * jnp.log(2.0 * jnp.pi)
+        -0.5 * c_sum
+        + 0.5 * logdet_Cinv
+        - 0.5 * m @ C_inv @ m
+        + 0.5 * v @ v
+        - jnp.log(jnp.diagonal(L)).sum()
+        - 0.5 * num_obs * jnp.log(2.0 * jnp.pi)
     )
 
 
-def theta_conditional(
-    S: Array, z: Array, sigma2: Array, sigma_z2: Array, m: Array, C_inv: Array
-) -> GaussianPosterior:
+def theta_conditional(S: Array, z: Array, sigma2: Array, sigma_z2: Array, m: Array, C_inv: Array) -> GaussianPosterior:
     """Full conditional of ``theta`` given ``S_{1:J}``, ``z~_{1:J}``, ``sigma_y^2`` (eq. 12).
 
     .. math::
@@ -177,7 +178,9 @@ def nig_posterior(
     return NIGPosterior(mu_n, Lam_n, a_n, b_n)
 
 
-def adassp_ridge(lambda_min_tilde: Array, epsilon: Array, delta: Array, x_bound: Array, d: int, p: float = 0.05) -> Array:
+def adassp_ridge(
+    lambda_min_tilde: Array, epsilon: Array, delta: Array, x_bound: Array, d: int, p: float = 0.05
+) -> Array:
     """Per-party ridge ``lambda_j`` of distributed adaSSP (App. C.2, Wang 2018):
     ``max(0, sqrt(d ln(6/delta) ln(2 d^2/p)) ||X||^2/(eps/3) - lambda~_min,j)``."""
     scale = jnp.sqrt(d * jnp.log(6.0 / delta) * jnp.log(2.0 * d**2 / p)) * x_bound**2 / (epsilon / 3.0)

@@ -66,19 +66,19 @@ from numpyro.infer import NUTS, HMCGibbs, init_to_value
 from numpyro.infer.mcmc import MCMCKernel
 
 from .closed_form import collapsed_log_lik, party_terms, theta_conditional
-from .linalg import from_log_cholesky, log_cholesky, nearest_psd, spd_inverse
 from .hierarchical import (
-    intercept_design,
-    normalx_intercept_model,
     ModelData,
     S_prior_dist,
     S_tilde_dist,
+    intercept_design,
     log_lik_z,
+    normalx_intercept_model,
     prior_dists,
     sigma_x_conditional,
     upper,
     z_dist,
 )
+from .linalg import from_log_cholesky, log_cholesky, nearest_psd, spd_inverse
 from .prior import ResolvedPrior
 
 __all__ = [
@@ -163,8 +163,9 @@ def _mh_accept(key: Array, log_ratio: Array) -> tuple[Array, Array]:
     return accept, jnp.exp(jnp.minimum(log_ratio, 0.0))
 
 
-def _robbins_monro(log_x: Array, accept_prob: Array, target: float, iteration: Array,
-                   settings: Settings, sign: float) -> Array:
+def _robbins_monro(
+    log_x: Array, accept_prob: Array, target: float, iteration: Array, settings: Settings, sign: float
+) -> Array:
     """One Robbins-Monro step inside the adaptation window of warm-up, none outside it."""
     start = jnp.floor(settings.adapt_delay * settings.num_warmup)
     gamma = jnp.maximum(iteration - start + 1.0, 1.0) ** (-settings.adapt_exponent)
@@ -187,7 +188,9 @@ def _sigma2_move(key: Array, sigma2: Array, log_step: Array, log_target) -> tupl
 
 
 def _theta_draw(key: Array, S: Array, sigma2: Array, data: ModelData, pr: ResolvedPrior) -> Array:
-    post = theta_conditional(S, data.z_tilde, sigma2, data.sigma_z**2, jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C)))
+    post = theta_conditional(
+        S, data.z_tilde, sigma2, data.sigma_z**2, jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C))
+    )
     return post.sample(key)
 
 
@@ -233,8 +236,9 @@ def _wishart_proposal(key: Array, S: Array, log_alpha: Array, Sigma_x: Array, da
     return prop, prior + hastings
 
 
-def _S_move(key: Array, S: Array, log_alpha: Array, theta: Array, sigma2: Array, Sigma_x: Array,
-            data: ModelData) -> tuple[Array, Array]:
+def _S_move(
+    key: Array, S: Array, log_alpha: Array, theta: Array, sigma2: Array, Sigma_x: Array, data: ModelData
+) -> tuple[Array, Array]:
     """MH for every ``S_j`` at once with the Wishart proposal ``W(S_j/alpha_j, alpha_j)`` (Alg. 1)."""
     k_prop, k_acc = jax.random.split(key)
     prop, wishart = _wishart_proposal(k_prop, S, log_alpha, Sigma_x, data)
@@ -277,8 +281,9 @@ def _collapsed_lik(S: Array, sigma2: Array, data: ModelData, pr: ResolvedPrior) 
     return _collapsed(t.U.sum(0), t.u.sum(0), t.c.sum(0), pr, data.z_tilde.size)
 
 
-def _S_move_collapsed(key: Array, S: Array, log_alpha: Array, sigma2: Array, Sigma_x: Array,
-                      data: ModelData, pr: ResolvedPrior) -> tuple[Array, Array]:
+def _S_move_collapsed(
+    key: Array, S: Array, log_alpha: Array, sigma2: Array, Sigma_x: Array, data: ModelData, pr: ResolvedPrior
+) -> tuple[Array, Array]:
     """MH for each ``S_j`` targeting ``p(S_j | S_-j, Sigma_x, sigma_y^2, data)`` with ``theta``
     integrated out (:func:`~bayes_dpreg.closed_form.collapsed_log_lik`).
 
@@ -318,8 +323,9 @@ def _level_target(S: Array, Sigma_x: Array, sigma2: Array, data: ModelData, pr: 
 
 def _level_rest(S: Array, Sigma_x: Array, sigma2: Array, data: ModelData, pr: ResolvedPrior) -> Array:
     """The level target without the Wishart factors ``p(S_j | Sigma_x)``."""
-    return (prior_dists(pr)["Sigma_x"].log_prob(Sigma_x) + _log_S_tilde(S, data).sum()
-            + _collapsed_lik(S, sigma2, data, pr))
+    return (
+        prior_dists(pr)["Sigma_x"].log_prob(Sigma_x) + _log_S_tilde(S, data).sum() + _collapsed_lik(S, sigma2, data, pr)
+    )
 
 
 class _Level(NamedTuple):
@@ -334,8 +340,16 @@ def _sym(A: Array) -> Array:
     return 0.5 * (A + jnp.swapaxes(A, -1, -2))
 
 
-def _congruence_mh(key: Array, cur: _Level, G: Array, logdet_G: Array, log_jac: Array, sigma2: Array,
-                   data: ModelData, pr: ResolvedPrior) -> tuple[_Level, Array]:
+def _congruence_mh(
+    key: Array,
+    cur: _Level,
+    G: Array,
+    logdet_G: Array,
+    log_jac: Array,
+    sigma2: Array,
+    data: ModelData,
+    pr: ResolvedPrior,
+) -> tuple[_Level, Array]:
     """Accept or reject ``(S_j, Sigma_x) -> (G S_j G^T, G Sigma_x G^T)``; ``log_jac`` is the
     log-Jacobian term of the (involutive) proposal, ``logdet_G = log|det G|``.
 
@@ -351,15 +365,19 @@ def _congruence_mh(key: Array, cur: _Level, G: Array, logdet_G: Array, log_jac: 
     return jax.tree.map(lambda a, b: jnp.where(accept, a, b), new, cur), prob
 
 
-def _group_move(key: Array, cur: _Level, sigma2: Array, log_scale: Array, data: ModelData,
-                pr: ResolvedPrior) -> tuple[_Level, Array]:
+def _group_move(
+    key: Array, cur: _Level, sigma2: Array, log_scale: Array, data: ModelData, pr: ResolvedPrior
+) -> tuple[_Level, Array]:
     """``G = expm(eps H)``, ``H`` symmetric with iid N(0, 1) upper triangle. ``(x, H) -> (G x G^T, -H)``
     is an involution; congruence on J + 1 symmetric d x d matrices has Jacobian
     ``|det G|^{(J+1)(d+1)} = exp((J+1)(d+1) eps tr H)`` (Liu & Sabatti 2000; Tierney 1998)."""
     J, d = data.z_tilde.shape
     iu = jnp.triu_indices(d)
-    H = jnp.zeros((d, d), cur.S.dtype).at[iu].set(jax.random.normal(jax.random.fold_in(key, 0), (iu[0].size,),
-                                                                     cur.S.dtype))
+    H = (
+        jnp.zeros((d, d), cur.S.dtype)
+        .at[iu]
+        .set(jax.random.normal(jax.random.fold_in(key, 0), (iu[0].size,), cur.S.dtype))
+    )
     H = H + jnp.triu(H, 1).T
     w, E = jnp.linalg.eigh(H)
     eps = jnp.exp(log_scale)
@@ -368,8 +386,9 @@ def _group_move(key: Array, cur: _Level, sigma2: Array, log_scale: Array, data: 
     return _congruence_mh(jax.random.fold_in(key, 1), cur, G, logdet_G, (J + 1) * (d + 1) * logdet_G, sigma2, data, pr)
 
 
-def _eigen_moves(key: Array, cur: _Level, sigma2: Array, basis: Array, log_steps: Array, data: ModelData,
-                 pr: ResolvedPrior) -> tuple[_Level, Array]:
+def _eigen_moves(
+    key: Array, cur: _Level, sigma2: Array, basis: Array, log_steps: Array, data: ModelData, pr: ResolvedPrior
+) -> tuple[_Level, Array]:
     """For each column ``e_k`` of an orthonormal ``basis``: ``G_k = I + (e^{eps_k u} - 1) e_k e_k^T``,
     ``u ~ N(0, 1)``; ``(x, u) -> (G x G, -u)`` is an involution with Jacobian
     ``e^{(J+1)(d+1) eps_k u}``. Each eigen-direction of ``Sigma_x`` gets its own step: the
@@ -385,8 +404,9 @@ def _eigen_moves(key: Array, cur: _Level, sigma2: Array, basis: Array, log_steps
     return jax.lax.scan(body, cur, jnp.arange(d))
 
 
-def _noncentred_move(key: Array, cur: _Level, sigma2: Array, prop_chol: Array, data: ModelData,
-                     pr: ResolvedPrior) -> tuple[_Level, Array]:
+def _noncentred_move(
+    key: Array, cur: _Level, sigma2: Array, prop_chol: Array, data: ModelData, pr: ResolvedPrior
+) -> tuple[_Level, Array]:
     """Random walk on ``v = logchol(Sigma_x)`` holding ``W_j = L^{-1} S_j L^{-T}`` fixed (the
     non-centred parametrisation ``S_j = L W_j L^T``), ``v' = v + prop_chol @ N(0, I)``.
 
@@ -410,8 +430,16 @@ def _log_target_sigma2_collapsed(log_s2: Array, S: Array, data: ModelData, pr: R
     return prior_dists(pr)["sigma2"].log_prob(s2) + _collapsed_lik(S, s2, data, pr) + log_s2
 
 
-def _update_theta_sigma2(key: Array, S: Array, theta: Array, sigma2: Array, log_step: Array, data: ModelData,
-                         pr: ResolvedPrior, settings: Settings) -> tuple[Array, Array, Array]:
+def _update_theta_sigma2(
+    key: Array,
+    S: Array,
+    theta: Array,
+    sigma2: Array,
+    log_step: Array,
+    data: ModelData,
+    pr: ResolvedPrior,
+    settings: Settings,
+) -> tuple[Array, Array, Array]:
     """``(theta, sigma_y^2)`` given ``S``: collapsed (sigma2 with theta integrated out, then
     theta exactly) or as in Algorithms 1-2 (theta exactly, then sigma2 given theta)."""
     k_th, k_s2 = jax.random.split(key)
@@ -426,8 +454,16 @@ def _update_theta_sigma2(key: Array, S: Array, theta: Array, sigma2: Array, log_
     return theta, sigma2, acc
 
 
-def _level_moves(key: Array, S: Array, Sigma_x: Array, sigma2: Array, state: "NormalXState", data: ModelData,
-                 pr: ResolvedPrior, settings: Settings):
+def _level_moves(
+    key: Array,
+    S: Array,
+    Sigma_x: Array,
+    sigma2: Array,
+    state: NormalXState,
+    data: ModelData,
+    pr: ResolvedPrior,
+    settings: Settings,
+):
     """Group, eigen-direction and non-centred moves of ``(Sigma_x, S_1..S_J)`` with their warm-up
     adaptation. Returns the new ``S, Sigma_x`` and the updated tuning fields of the state."""
     k_g, k_e, k_nc = jax.random.split(key, 3)
@@ -444,8 +480,12 @@ def _level_moves(key: Array, S: Array, Sigma_x: Array, sigma2: Array, state: "No
         log_group_step=_robbins_monro(state.log_group_step, acc_g, settings.target_accept_level, it, settings, 1.0),
         log_eigen_step=_robbins_monro(state.log_eigen_step, acc_e, settings.target_accept_level, it, settings, 1.0),
         log_am_scale=_robbins_monro(state.log_am_scale, acc_nc, settings.target_accept_noncentred, it, settings, 1.0),
-        am_mean=am_mean, am_cov=am_cov, basis=basis,
-        accept_group=acc_g, accept_eigen=acc_e, accept_noncentred=acc_nc,
+        am_mean=am_mean,
+        am_cov=am_cov,
+        basis=basis,
+        accept_group=acc_g,
+        accept_eigen=acc_e,
+        accept_noncentred=acc_nc,
     )
     return cur.S, cur.Sigma_x, tune
 
@@ -478,15 +518,29 @@ def normalx_init(rng_key: Array, data: ModelData, pr: ResolvedPrior, settings: S
     basis = jnp.linalg.eigh(z["Sigma_x"])[1]
     log_eigen = jnp.full(d, jnp.log(1.0 / jnp.sqrt(data.n.sum())), S.dtype)
     p = d * (d + 1) // 2
-    return NormalXState(z=z, log_alpha=log_alpha, log_step=zero + settings.init_log_step, log_group_step=log_group,
-                        accept_S=jnp.zeros(J, S.dtype), accept_group=zero, basis=basis, log_eigen_step=log_eigen,
-                        accept_eigen=jnp.zeros(d, S.dtype), am_mean=log_cholesky(z["Sigma_x"]),
-                        am_cov=jnp.eye(p, dtype=S.dtype) / data.n.sum(), log_am_scale=jnp.log(2.38**2 / p) + zero,
-                        accept_noncentred=zero, accept_sigma2=zero, iteration=jnp.zeros((), jnp.int32),
-                        rng_key=k_next)
+    return NormalXState(
+        z=z,
+        log_alpha=log_alpha,
+        log_step=zero + settings.init_log_step,
+        log_group_step=log_group,
+        accept_S=jnp.zeros(J, S.dtype),
+        accept_group=zero,
+        basis=basis,
+        log_eigen_step=log_eigen,
+        accept_eigen=jnp.zeros(d, S.dtype),
+        am_mean=log_cholesky(z["Sigma_x"]),
+        am_cov=jnp.eye(p, dtype=S.dtype) / data.n.sum(),
+        log_am_scale=jnp.log(2.38**2 / p) + zero,
+        accept_noncentred=zero,
+        accept_sigma2=zero,
+        iteration=jnp.zeros((), jnp.int32),
+        rng_key=k_next,
+    )
 
 
-def normalx_step(state: NormalXState, data: ModelData, pr: ResolvedPrior, settings: Settings = Settings()) -> NormalXState:
+def normalx_step(
+    state: NormalXState, data: ModelData, pr: ResolvedPrior, settings: Settings = Settings()
+) -> NormalXState:
     """One iteration of MCMC-normalX (Algorithm 1), with warm-up adaptation (see the module docstring)."""
     key, k_sx, k_S, k_lv, k_ts = jax.random.split(state.rng_key, 5)
     z = state.z
@@ -503,9 +557,16 @@ def normalx_step(state: NormalXState, data: ModelData, pr: ResolvedPrior, settin
     log_alpha = _robbins_monro(state.log_alpha, acc_S, settings.target_accept_S, state.iteration, settings, -1.0)
     log_alpha = jnp.maximum(log_alpha, jnp.log(d + 1.0))  # a Wishart needs alpha > d - 1
     log_step = _robbins_monro(state.log_step, acc_s2, settings.target_accept_sigma2, state.iteration, settings, 1.0)
-    return state._replace(z={"S": S, "Sigma_x": Sigma_x, "theta": theta, "sigma2": sigma2}, log_alpha=log_alpha,
-                          log_step=log_step, accept_S=acc_S, accept_sigma2=acc_s2, iteration=state.iteration + 1,
-                          rng_key=key, **tune)
+    return state._replace(
+        z={"S": S, "Sigma_x": Sigma_x, "theta": theta, "sigma2": sigma2},
+        log_alpha=log_alpha,
+        log_step=log_step,
+        accept_S=acc_S,
+        accept_sigma2=acc_s2,
+        iteration=state.iteration + 1,
+        rng_key=key,
+        **tune,
+    )
 
 
 def fixeds_init(rng_key: Array, data: ModelData, pr: ResolvedPrior, settings: Settings = Settings()) -> FixedSState:
@@ -515,15 +576,21 @@ def fixeds_init(rng_key: Array, data: ModelData, pr: ResolvedPrior, settings: Se
     dtype = data.S_tilde.dtype
     sigma2 = data.y_bound / 3.0 * jnp.exp(0.5 * jax.random.normal(k_s2, dtype=dtype))
     zero = jnp.zeros((), dtype)
-    return FixedSState({"theta": jnp.zeros(d, dtype), "sigma2": sigma2}, zero + settings.init_log_step, zero,
-                       jnp.zeros((), jnp.int32), k_next)
+    return FixedSState(
+        {"theta": jnp.zeros(d, dtype), "sigma2": sigma2},
+        zero + settings.init_log_step,
+        zero,
+        jnp.zeros((), jnp.int32),
+        k_next,
+    )
 
 
 def fixeds_step(state: FixedSState, data: ModelData, pr: ResolvedPrior, settings: Settings = Settings()) -> FixedSState:
     """One iteration of MCMC-fixedS (Algorithm 2)."""
     key, k_ts = jax.random.split(state.rng_key)
-    theta, sigma2, acc = _update_theta_sigma2(k_ts, data.S_tilde, state.z["theta"], state.z["sigma2"],
-                                              state.log_step, data, pr, settings)
+    theta, sigma2, acc = _update_theta_sigma2(
+        k_ts, data.S_tilde, state.z["theta"], state.z["sigma2"], state.log_step, data, pr, settings
+    )
     log_step = _robbins_monro(state.log_step, acc, settings.target_accept_sigma2, state.iteration, settings, 1.0)
     return FixedSState({"theta": theta, "sigma2": sigma2}, log_step, acc, state.iteration + 1, key)
 
@@ -561,8 +628,15 @@ class NormalX(_PureKernel):
 
     _init_fn = staticmethod(normalx_init)
     _step_fn = staticmethod(normalx_step)
-    extra_fields = ("accept_S", "log_alpha", "accept_sigma2", "log_step", "accept_group", "accept_eigen",
-                    "accept_noncentred")
+    extra_fields = (
+        "accept_S",
+        "log_alpha",
+        "accept_sigma2",
+        "log_step",
+        "accept_group",
+        "accept_eigen",
+        "accept_noncentred",
+    )
 
 
 class FixedS(_PureKernel):
@@ -573,8 +647,17 @@ class FixedS(_PureKernel):
     extra_fields = ("accept_sigma2", "log_step")
 
 
-def _hmc_within_gibbs(model: Any, design: Any, init: dict, data: ModelData, pr: ResolvedPrior, gibbs_sigma_x: bool,
-                      dense_mass: bool, target_accept_prob: float, max_tree_depth: int) -> Any:
+def _hmc_within_gibbs(
+    model: Any,
+    design: Any,
+    init: dict,
+    data: ModelData,
+    pr: ResolvedPrior,
+    gibbs_sigma_x: bool,
+    dense_mass: bool,
+    target_accept_prob: float,
+    max_tree_depth: int,
+) -> Any:
     """NUTS on ``model``'s latent sites except ``theta`` (and optionally ``Sigma_x``), which are
     drawn from their exact conditionals given ``S = design(hmc_sites)`` (eqs. 11-12)."""
     sites = ["theta", "Sigma_x"] if gibbs_sigma_x else ["theta"]
@@ -587,8 +670,13 @@ def _hmc_within_gibbs(model: Any, design: Any, init: dict, data: ModelData, pr: 
             out["Sigma_x"] = _sigma_x_draw(k_sx, S, data, pr)
         return out
 
-    nuts = NUTS(model, init_strategy=init_to_value(values=init), dense_mass=dense_mass,
-                target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth)
+    nuts = NUTS(
+        model,
+        init_strategy=init_to_value(values=init),
+        dense_mass=dense_mass,
+        target_accept_prob=target_accept_prob,
+        max_tree_depth=max_tree_depth,
+    )
     return HMCGibbs(nuts, gibbs_fn=gibbs_fn, gibbs_sites=sites)
 
 
@@ -601,13 +689,25 @@ def intercept_init(data: ModelData) -> dict:
     b = data.S_tilde[:, 0, 1:] / n[:, None]
     centred = data.S_tilde[:, 1:, 1:] - n[:, None, None] * b[:, :, None] * b[:, None, :]
     Sigma_hat = pooled_covariance(centred.sum(0), (n - 1.0).sum(), jnp.max(data.sigma_S))
-    return {"b": b, "Sx": (n - 1.0)[:, None, None] * Sigma_hat, "Sigma_x": Sigma_hat,
-            "mu_x": (n[:, None] * b).sum(0) / n.sum(), "sigma2": data.y_bound / 3.0,
-            "theta": jnp.zeros(d + 1, b.dtype)}
+    return {
+        "b": b,
+        "Sx": (n - 1.0)[:, None, None] * Sigma_hat,
+        "Sigma_x": Sigma_hat,
+        "mu_x": (n[:, None] * b).sum(0) / n.sum(),
+        "sigma2": data.y_bound / 3.0,
+        "theta": jnp.zeros(d + 1, b.dtype),
+    }
 
 
-def normalx_intercept_hmc(data: ModelData, pr: ResolvedPrior, *, gibbs_sigma_x: bool = False,
-                          dense_mass: bool = True, target_accept_prob: float = 0.8, max_tree_depth: int = 10) -> Any:
+def normalx_intercept_hmc(
+    data: ModelData,
+    pr: ResolvedPrior,
+    *,
+    gibbs_sigma_x: bool = False,
+    dense_mass: bool = True,
+    target_accept_prob: float = 0.8,
+    max_tree_depth: int = 10,
+) -> Any:
     """``normalx-intercept``: NUTS within Gibbs on
     :func:`~bayes_dpreg.hierarchical.normalx_intercept_model` (App. B.2). NUTS moves ``b_j``,
     ``Sx_j``, ``mu_x``, ``sigma_y^2`` and ``Sigma_x``; ``theta`` is drawn from eq. (12) with
@@ -615,5 +715,14 @@ def normalx_intercept_hmc(data: ModelData, pr: ResolvedPrior, *, gibbs_sigma_x: 
     design = lambda h: intercept_design(h["b"], h["Sx"], data.n)
     if gibbs_sigma_x:
         raise ValueError("the intercept model moves Sigma_x inside NUTS only (its conditional involves b_j)")
-    return _hmc_within_gibbs(normalx_intercept_model, design, intercept_init(data), data, pr, False, dense_mass,
-                             target_accept_prob, max_tree_depth)
+    return _hmc_within_gibbs(
+        normalx_intercept_model,
+        design,
+        intercept_init(data),
+        data,
+        pr,
+        False,
+        dense_mass,
+        target_accept_prob,
+        max_tree_depth,
+    )

@@ -7,8 +7,16 @@ import numpy as np
 from jax import Array
 from jax.scipy.linalg import cho_solve, solve_triangular
 
-__all__ = ["nearest_psd", "nearest_psd_and_min_eig", "symmetrize", "spd_inverse", "chol_solve", "log_cholesky",
-           "from_log_cholesky", "log_cholesky_log_jacobian"]
+__all__ = [
+    "nearest_psd",
+    "nearest_psd_and_min_eig",
+    "symmetrize",
+    "spd_inverse",
+    "chol_solve",
+    "log_cholesky",
+    "from_log_cholesky",
+    "log_cholesky_log_jacobian",
+]
 
 
 def symmetrize(A: Array) -> Array:

@@ -387,8 +387,10 @@ def _run_cells(fn: Callable[..., Any], cells: Sequence[dict[str, Any]], workers:
             results[i], seconds = _timed_call(fn, c)
             done(c, results[i], seconds)
         return results
+    from bayes_dpreg.threads import configure_threads  # each worker: one XLA CPU thread before it computes
+
     ctx = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx, initializer=configure_threads) as pool:
         started = {pool.submit(_timed_call, fn, c): i for i, c in enumerate(cells)}
         for f in concurrent.futures.as_completed(started):
             i = started[f]

@@ -43,4 +43,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from bayes_dpreg import configure_threads
+
+    configure_threads()  # one XLA CPU thread before JAX computes anything (bayes_dpreg.threads)
     main()

@@ -48,4 +48,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from bayes_dpreg import configure_threads
+
+    configure_threads()  # one XLA CPU thread before JAX computes anything (bayes_dpreg.threads)
     main()

@@ -7,6 +7,7 @@ import bayes_dpreg
 
 # the tests call low-level modules (kernels, closed forms) directly; the public API needs no such call
 bayes_dpreg.enable_x64()
+bayes_dpreg.configure_threads()  # the suite runs vectorised chains: one XLA CPU thread (bayes_dpreg.threads)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"

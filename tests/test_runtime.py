@@ -1,18 +1,25 @@
-"""The XLA CPU thread-pool deadlock that ``import bayes_dpreg`` guards against (see the package docstring).
+"""The XLA CPU thread-pool deadlock that :func:`bayes_dpreg.configure_threads` guards against
+(:mod:`bayes_dpreg.threads`).
 
 Two independent chains of batched Cholesky factorisations and triangular solves (400 matrices of
 14 x 14, as in vmapped MCMC-normalX on bike sharing) inside a ``fori_loop``: with jaxlib 0.10.2 and
-XLA's default intra-op pool on 2 cores this never finishes; with the package imported first it
-takes about 1.5 s. Each run is a fresh interpreter, because the pool is created with the backend.
+XLA's default intra-op pool on 2 cores this hangs, idle, in some fresh processes (2 of 8 here);
+with ``configure_threads()`` called first it takes about 1.5 s. Each run is a fresh interpreter,
+because the pool is created with the backend. ``import bayes_dpreg`` itself changes no
+environment variable.
 """
 
 import os
 import subprocess
 import sys
 import textwrap
+import warnings
+
+import pytest
 
 REPRO = textwrap.dedent("""
     import bayes_dpreg, os
+    bayes_dpreg.configure_threads()
     import jax, jax.numpy as jnp
     from jax.scipy.linalg import solve_triangular
     assert os.environ["NPROC"] == "1", os.environ["NPROC"]
@@ -43,7 +50,41 @@ def test_batched_lapack_in_loop_does_not_deadlock():
 
 def test_user_nproc_is_kept():
     env = dict(os.environ, NPROC="2")
-    res = subprocess.run([sys.executable, "-c", "import bayes_dpreg, os; print(os.environ['NPROC'])"],
-                         env=env, capture_output=True, text=True, timeout=120)
+    code = "import bayes_dpreg, os; print(bayes_dpreg.configure_threads(), os.environ['NPROC'])"
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    assert res.stdout.strip() == "2"
+    assert res.stdout.strip() == "2 2"
+
+
+def test_import_changes_no_environment_variable():
+    env = {k: v for k, v in os.environ.items() if k != "NPROC"}
+    code = "import os; before = dict(os.environ); import bayes_dpreg; print(dict(os.environ) == before)"
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "True"
+
+
+def test_configure_threads(monkeypatch):
+    from bayes_dpreg.threads import configure_threads
+
+    monkeypatch.delenv("NPROC", raising=False)
+    assert configure_threads() == "1"
+    assert configure_threads(3) == "1"  # a value already set is kept
+    assert configure_threads(3, override=True) == "3"
+    with pytest.raises(ValueError):
+        configure_threads(0)
+
+
+def test_driver_warns_only_where_jaxlib_may_split(monkeypatch):
+    from bayes_dpreg import threads
+
+    monkeypatch.setattr(threads, "_jaxlib_splits", lambda: True)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 2)
+    monkeypatch.setenv("NPROC", "2")
+    with pytest.warns(RuntimeWarning, match="configure_threads"):
+        threads.warn_if_lapack_may_split(64, 20, 20)  # 64 x 20 solves of 20 x 20: 1e7 flops
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        threads.warn_if_lapack_may_split(4, 5, 5)  # fit's default chains at d = J = 5: far below
+        monkeypatch.setenv("NPROC", "1")
+        threads.warn_if_lapack_may_split(64, 20, 20)

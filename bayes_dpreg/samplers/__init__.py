@@ -22,11 +22,11 @@ from __future__ import annotations
 from . import adassp, bs_clt, fast, fixeds, intercept, normalx, normalx_nuts
 from .base import ChainKernel, MethodResult, Sampler, run_batched, run_chains
 
-__all__ = ["SAMPLERS", "DEFAULT_METHOD", "get", "Sampler", "ChainKernel", "MethodResult", "run_chains",
-           "run_batched"]
+__all__ = ["SAMPLERS", "DEFAULT_METHOD", "get", "Sampler", "ChainKernel", "MethodResult", "run_chains", "run_batched"]
 
-SAMPLERS: dict[str, Sampler] = {m.SAMPLER.name: m.SAMPLER for m in (
-    normalx_nuts, normalx, fixeds, fast, bs_clt, adassp, intercept)}
+SAMPLERS: dict[str, Sampler] = {
+    m.SAMPLER.name: m.SAMPLER for m in (normalx_nuts, normalx, fixeds, fast, bs_clt, adassp, intercept)
+}
 
 DEFAULT_METHOD = "normalx-nuts"
 

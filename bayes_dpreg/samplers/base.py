@@ -23,8 +23,9 @@ keeps the draws after ``num_warmup``.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -32,6 +33,7 @@ import numpy as np
 from jax import Array, lax
 
 from ..precision import require_x64
+from ..threads import warn_if_lapack_may_split
 
 __all__ = ["MethodResult", "ChainKernel", "Sampler", "run_chains", "run_batched", "CHUNK"]
 
@@ -104,6 +106,7 @@ class Sampler:
 
 # -- the driver ------------------------------------------------------------------------------
 
+
 @functools.lru_cache(maxsize=64)
 def _compiled_init(kernel: ChainKernel, settings: Any, batched: bool) -> Callable:
     one = lambda key, data, pr: kernel.init(key, data, pr, settings)
@@ -127,14 +130,36 @@ def _compiled_advance(kernel: ChainKernel, settings: Any, length: int, batched: 
     return jax.jit(jax.vmap(one, (0, None, None, 0)) if batched else one)
 
 
+def _matrices(data: Any, leading: int) -> tuple[int, int]:
+    """``(matrices per chain, d)`` of the largest stack of square matrices in ``data`` (a leaf
+    ``(..., J, d, d)``), ignoring ``leading`` batch axes: the batch of the per-party linear algebra."""
+    best = (1, 0)
+    for a in jax.tree.leaves(data):
+        shape = np.shape(a)[leading:]
+        if len(shape) >= 2 and shape[-1] == shape[-2]:
+            best = max(best, (int(np.prod(shape[:-2], dtype=np.int64)), int(shape[-1])), key=lambda t: t[0] * t[1] ** 3)
+    return best
+
+
 def _chunks(total: int) -> list[int]:
     size = min(CHUNK, total)
     return [size] * (-(-total // size))
 
 
-def run_chains(kernel: ChainKernel, data: Any, pr: Any, settings: Any, key: Array, *, num_chains: int,
-               num_warmup: int, num_samples: int, thin: int = 1, progress_bar: bool = False,
-               keep: Sequence[str] | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def run_chains(
+    kernel: ChainKernel,
+    data: Any,
+    pr: Any,
+    settings: Any,
+    key: Array,
+    *,
+    num_chains: int,
+    num_warmup: int,
+    num_samples: int,
+    thin: int = 1,
+    progress_bar: bool = False,
+    keep: Sequence[str] | None = None,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Run ``num_chains`` chains on one data set: draws and sample statistics, each
     ``(chain, draw, ...)``, after ``num_warmup`` iterations, every ``thin``-th."""
     require_x64("the chain driver")
@@ -142,6 +167,7 @@ def run_chains(kernel: ChainKernel, data: Any, pr: Any, settings: Any, key: Arra
     sizes = _chunks(total)
     keep_t = tuple(keep) if keep is not None else None
     keys = jax.random.split(key, num_chains)
+    warn_if_lapack_may_split(num_chains if kernel.vectorize else 1, *_matrices(data, 0))
     bar = _progress(progress_bar, total * num_chains)
     if kernel.vectorize:
         init = _compiled_init(kernel, settings, True)
@@ -162,11 +188,12 @@ def run_chains(kernel: ChainKernel, data: Any, pr: Any, settings: Any, key: Arra
     return draws, info
 
 
-def _advance_all(advance: Callable, state: Any, data: Any, pr: Any, key: Array, sizes: list[int], bar: Any,
-                 width: int) -> list:
+def _advance_all(
+    advance: Callable, state: Any, data: Any, pr: Any, key: Array, sizes: list[int], bar: Any, width: int
+) -> list:
     parts = []
     for i, size in enumerate(sizes):
-        k = jax.vmap(lambda kk: jax.random.fold_in(kk, i))(key) if key.ndim else jax.random.fold_in(key, i)
+        k = jax.vmap(lambda kk, i=i: jax.random.fold_in(kk, i))(key) if key.ndim else jax.random.fold_in(key, i)
         state, out = advance(state, data, pr, k)
         parts.append(jax.tree.map(np.asarray, out))
         if bar is not None:
@@ -183,8 +210,9 @@ def _progress(enabled: bool, total: int) -> Any:
 
 
 @functools.lru_cache(maxsize=32)
-def _compiled_batch(kernel: ChainKernel, settings: Any, num_chains: int, num_warmup: int, num_draws: int, thin: int,
-                    keep: tuple) -> Callable:
+def _compiled_batch(
+    kernel: ChainKernel, settings: Any, num_chains: int, num_warmup: int, num_draws: int, thin: int, keep: tuple
+) -> Callable:
     def one_chain(key, data, pr):
         state = kernel.init(key, data, pr, settings)
         state = lax.fori_loop(0, num_warmup, lambda i, s: kernel.step(s, data, pr, settings), state)
@@ -216,9 +244,20 @@ def _kept(draws: dict, keep: tuple) -> dict:
     return {n: draws[n] for n in keep}
 
 
-def run_batched(kernel: ChainKernel, data: Any, pr: Any, settings: Any, key: Array, *, num_chains: int,
-                num_warmup: int, num_samples: int, thin: int = 1, keep: Sequence[str] = ("theta",),
-                batch: int | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
+def run_batched(
+    kernel: ChainKernel,
+    data: Any,
+    pr: Any,
+    settings: Any,
+    key: Array,
+    *,
+    num_chains: int,
+    num_warmup: int,
+    num_samples: int,
+    thin: int = 1,
+    keep: Sequence[str] = ("theta",),
+    batch: int | None = None,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Chains of ``R`` data sets at once: ``data`` and ``pr`` carry a leading replication
     axis. Returns, for the sites in ``keep``, every ``thin``-th draw after warm-up
     ``(R, chain, num_samples, ...)``, the sample statistics at those draws, and the mean over
@@ -228,12 +267,13 @@ def run_batched(kernel: ChainKernel, data: Any, pr: Any, settings: Any, key: Arr
     require_x64("the chain driver")
     R = jax.tree.leaves(data)[0].shape[0]
     batch = batch or R
+    warn_if_lapack_may_split(min(batch, R) * num_chains, *_matrices(data, 1))
     fn = _compiled_batch(kernel, settings, num_chains, num_warmup, num_samples, thin, tuple(keep))
     keys = jax.random.split(key, R)
     parts = []
     for i in range(0, R, batch):
-        sl = lambda a: a[i:i + batch]
-        parts.append(jax.tree.map(np.asarray, fn(keys[i:i + batch], jax.tree.map(sl, data), jax.tree.map(sl, pr))))
+        sl = lambda a, i=i: a[i : i + batch]
+        parts.append(jax.tree.map(np.asarray, fn(keys[i : i + batch], jax.tree.map(sl, data), jax.tree.map(sl, pr))))
     return jax.tree.map(lambda *a: np.concatenate(a), *parts)
 
 
