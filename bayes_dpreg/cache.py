@@ -1,7 +1,7 @@
 """JAX's persistent compilation cache for the samplers, on request.
 
 Compiling a sampler takes most of a first fit (about 10 of 15 s for ``normalx-nuts`` at
-d = 5, J = 5 on 2 cores; ``benchmarks/fit_time.py``); with JAX's persistent compilation
+d = 5, J = 5 on 2 cores; ``benchmarks/speed.py --cache``); with JAX's persistent compilation
 cache a new process reuses the programs compiled by earlier ones (5-6 s a fit instead of
 15). It is **off by default**: with jaxlib 0.10.2 on CPU, writing one of the test suite's
 programs to the cache crashed the process (a segmentation fault inside
