@@ -21,3 +21,18 @@ def shared_data() -> Path:
             pytest.fail(f"{SHARED_DATA} is missing: CI runs with ../shared beside the clone")
         pytest.skip("../shared/data not available")
     return SHARED_DATA
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drop JAX's compiled programs after each test module. Every XLA CPU executable keeps its
+    own memory mappings; over the whole suite (hundreds of programs, ~60 new mappings a second)
+    one process passed the kernel's vm.max_map_count (65530) and XLA aborted while compiling.
+    Within a module caches stay (tests/test_compile_once.py checks reuse inside one test)."""
+    yield
+    import gc
+
+    import jax
+
+    jax.clear_caches()
+    gc.collect()
