@@ -62,7 +62,6 @@ import jax.numpy as jnp
 import numpyro.distributions as dist
 from jax import Array
 from jax.scipy.linalg import solve_triangular
-from numpyro.infer import NUTS, HMCGibbs, init_to_value
 from numpyro.infer.mcmc import MCMCKernel
 
 from .closed_form import collapsed_log_lik, party_terms, theta_conditional
@@ -70,9 +69,7 @@ from .hierarchical import (
     ModelData,
     S_prior_dist,
     S_tilde_dist,
-    intercept_design,
     log_lik_z,
-    normalx_intercept_model,
     prior_dists,
     sigma_x_conditional,
     upper,
@@ -645,84 +642,3 @@ class FixedS(_PureKernel):
     _init_fn = staticmethod(fixeds_init)
     _step_fn = staticmethod(fixeds_step)
     extra_fields = ("accept_sigma2", "log_step")
-
-
-def _hmc_within_gibbs(
-    model: Any,
-    design: Any,
-    init: dict,
-    data: ModelData,
-    pr: ResolvedPrior,
-    gibbs_sigma_x: bool,
-    dense_mass: bool,
-    target_accept_prob: float,
-    max_tree_depth: int,
-) -> Any:
-    """NUTS on ``model``'s latent sites except ``theta`` (and optionally ``Sigma_x``), which are
-    drawn from their exact conditionals given ``S = design(hmc_sites)`` (eqs. 11-12)."""
-    sites = ["theta", "Sigma_x"] if gibbs_sigma_x else ["theta"]
-
-    def gibbs_fn(rng_key, gibbs_sites, hmc_sites):  # names fixed by numpyro (called by keyword)
-        k_sx, k_th = jax.random.split(rng_key)
-        S = design(hmc_sites)
-        out = {"theta": _theta_draw(k_th, S, hmc_sites["sigma2"], data, pr)}
-        if gibbs_sigma_x:
-            out["Sigma_x"] = _sigma_x_draw(k_sx, S, data, pr)
-        return out
-
-    nuts = NUTS(
-        model,
-        init_strategy=init_to_value(values=init),
-        dense_mass=dense_mass,
-        target_accept_prob=target_accept_prob,
-        max_tree_depth=max_tree_depth,
-    )
-    return HMCGibbs(nuts, gibbs_fn=gibbs_fn, gibbs_sites=sites)
-
-
-def intercept_init(data: ModelData) -> dict:
-    """Starting values for the intercept model from the released ``S~_j`` of ``[1, x]``:
-    ``b_j = S~_j[0, 1:]/n_j``, the pooled centred scatter ``sum_j (S~_j[1:, 1:] - n_j b_j b_j^T)``
-    made positive definite (as :func:`initial_S`) and shared out in proportion to ``n_j - 1``."""
-    n = data.n
-    d = data.z_tilde.shape[-1] - 1
-    b = data.S_tilde[:, 0, 1:] / n[:, None]
-    centred = data.S_tilde[:, 1:, 1:] - n[:, None, None] * b[:, :, None] * b[:, None, :]
-    Sigma_hat = pooled_covariance(centred.sum(0), (n - 1.0).sum(), jnp.max(data.sigma_S))
-    return {
-        "b": b,
-        "Sx": (n - 1.0)[:, None, None] * Sigma_hat,
-        "Sigma_x": Sigma_hat,
-        "mu_x": (n[:, None] * b).sum(0) / n.sum(),
-        "sigma2": data.y_bound / 3.0,
-        "theta": jnp.zeros(d + 1, b.dtype),
-    }
-
-
-def normalx_intercept_hmc(
-    data: ModelData,
-    pr: ResolvedPrior,
-    *,
-    gibbs_sigma_x: bool = False,
-    dense_mass: bool = True,
-    target_accept_prob: float = 0.8,
-    max_tree_depth: int = 10,
-) -> Any:
-    """``normalx-intercept``: NUTS within Gibbs on
-    :func:`~bayes_dpreg.hierarchical.normalx_intercept_model` (App. B.2). NUTS moves ``b_j``,
-    ``Sx_j``, ``mu_x``, ``sigma_y^2`` and ``Sigma_x``; ``theta`` is drawn from eq. (12) with
-    ``S0_j = intercept_design(b_j, Sx_j)``. ``pr`` comes from :meth:`Prior.resolve_intercept`."""
-    design = lambda h: intercept_design(h["b"], h["Sx"], data.n)
-    if gibbs_sigma_x:
-        raise ValueError("the intercept model moves Sigma_x inside NUTS only (its conditional involves b_j)")
-    return _hmc_within_gibbs(
-        normalx_intercept_model,
-        design,
-        intercept_init(data),
-        data,
-        pr,
-        False,
-        dense_mass,
-        target_accept_prob,
-        max_tree_depth,
-    )

@@ -8,7 +8,9 @@ correct, every rank is uniform on ``{0, ..., L}``; uniformity is tested with a
 chi-square test on equal-width bins.
 
 For MCMC-fixedS the model is the one it targets: ``S_j`` known (``data.S_tilde = S_j``).
-Any registered sampler with a chain kernel can be calibrated (``bayes_dpreg.samplers``).
+For ``normalx-intercept`` the simulation is the intercept model's (App. B.2,
+:func:`simulate_intercept_from_prior`). Any registered sampler with a chain kernel can be
+calibrated (``bayes_dpreg.samplers``).
 """
 
 from __future__ import annotations
@@ -22,13 +24,13 @@ import numpyro.distributions as dist
 from jax import Array
 from scipy.stats import chi2
 
-from .hierarchical import ModelData, prior_dists
+from .hierarchical import ModelData, intercept_design, prior_dists
 from .precision import x64
 from .prior import ResolvedPrior
 from .samplers import get as get_sampler
 from .samplers.base import run_batched
 
-__all__ = ["SBCResult", "simulate_from_prior", "sbc", "uniformity_pvalue"]
+__all__ = ["SBCResult", "simulate_from_prior", "simulate_intercept_from_prior", "sbc", "uniformity_pvalue"]
 
 
 class SBCResult(NamedTuple):
@@ -61,13 +63,43 @@ def simulate_from_prior(
     return params, data
 
 
+def simulate_intercept_from_prior(
+    key: Array, pr: ResolvedPrior, n: Array, sigma_S: Array, sigma_z: Array
+) -> tuple[dict[str, Array], ModelData]:
+    """One draw from the intercept model (App. B.2): ``theta`` (intercept first), ``sigma2``,
+    ``Sigma_x``, ``mu_x`` from the prior, ``b_j ~ N(mu_x, Sigma_x / n_j)``,
+    ``Sx_j ~ W(Sigma_x, n_j - 1)``, ``S0_j = intercept_design(b_j, Sx_j)`` (the Gram matrix of
+    ``[1, x_i]`` for normal rows), ``z_j ~ N(S0_j theta, sigma2 S0_j)``, then the release."""
+    J = n.shape[0]
+    D = pr.m.shape[0]
+    k = jax.random.split(key, 8)
+    pd = prior_dists(pr)
+    theta, sigma2, Sigma_x = pd["theta"].sample(k[0]), pd["sigma2"].sample(k[1]), pd["Sigma_x"].sample(k[2])
+    mu_x = dist.MultivariateNormal(jnp.asarray(pr.mu_x), jnp.asarray(pr.mu_x_cov)).sample(k[3])
+    b = dist.MultivariateNormal(mu_x, Sigma_x / n[:, None, None]).sample(k[4])
+    Sx = dist.Wishart(n - 1.0, scale_matrix=Sigma_x).sample(k[5])
+    S0 = intercept_design(b, Sx, n.astype(Sx.dtype))
+    z = dist.MultivariateNormal(S0 @ theta, covariance_matrix=sigma2 * S0).sample(k[6])
+    kS, kz = jax.random.split(k[7])
+    S_tilde = S0 + sigma_S[:, None, None] * _sym_noise(kS, J, D, S0.dtype)
+    z_tilde = z + sigma_z[:, None] * jax.random.normal(kz, (J, D), S0.dtype)
+    params = {"theta": theta, "sigma2": sigma2, "Sigma_x": Sigma_x, "mu_x": mu_x}
+    data = ModelData(S_tilde, z_tilde, n.astype(S0.dtype), sigma_S, sigma_z, jnp.asarray(3.0, S0.dtype))
+    return params, data
+
+
 def _summaries(z: dict) -> dict[str, Array]:
     """The scalar quantities whose ranks are tested."""
     out = {f"theta[{i}]": z["theta"][i] for i in range(z["theta"].shape[0])}
     out["sigma2"] = z["sigma2"]
     if "Sigma_x" in z:
-        out["Sigma_x[0,1]"] = z["Sigma_x"][0, 1]
+        out["Sigma_x[0,0]"] = z["Sigma_x"][0, 0]
+        if z["Sigma_x"].shape[-1] > 1:
+            out["Sigma_x[0,1]"] = z["Sigma_x"][0, 1]
+    if "S" in z:
         out["S[0][0,0]"] = z["S"][0, 0, 0]
+    if "mu_x" in z:
+        out["mu_x[0]"] = z["mu_x"][0]
     return out
 
 
@@ -112,10 +144,14 @@ def sbc(
     sS = jnp.full(J, sigma_S, jnp.float64)
     sz = jnp.full(J, sigma_z, jnp.float64)
     k_sim, k_run = jax.random.split(key)
-    simulate = jax.jit(jax.vmap(lambda k: simulate_from_prior(k, pr, n_arr, sS, sz, fixed_S=sampler.sbc_exact_S)))
-    params, data = simulate(jax.random.split(k_sim, replications))
+    if sampler.needs_intercept:
+        one = lambda k: simulate_intercept_from_prior(k, pr, n_arr, sS, sz)
+        keep: tuple[str, ...] = ("theta", "sigma2", "Sigma_x", "mu_x")
+    else:
+        one = lambda k: simulate_from_prior(k, pr, n_arr, sS, sz, fixed_S=sampler.sbc_exact_S)
+        keep = ("theta", "sigma2") if sampler.sbc_exact_S else ("theta", "sigma2", "Sigma_x", "S")
+    params, data = jax.jit(jax.vmap(one))(jax.random.split(k_sim, replications))
     prs = jax.tree.map(lambda a: jnp.broadcast_to(jnp.asarray(a), (replications,) + jnp.shape(a)), pr)
-    keep = ("theta", "sigma2") if sampler.sbc_exact_S else ("theta", "sigma2", "Sigma_x", "S")
     draws, _, _ = run_batched(
         sampler.kernel,
         data,

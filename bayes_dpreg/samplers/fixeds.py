@@ -43,9 +43,10 @@ def run(
     thin, progress = rest.pop("thinning", 1), rest.pop("progress_bar", False)
     if rest:
         raise TypeError(f"unexpected keyword arguments {sorted(rest)}")
+    d_ = data(st)
     samples, extra = run_chains(
         KERNEL,
-        data(st),
+        d_,
         pr,
         settings_,
         key,
@@ -55,7 +56,6 @@ def run(
         thin=thin,
         progress_bar=progress,
     )
-    d_ = data(st)
     stats = {
         "lp": log_joint(fixeds_model, d_, pr, {k: samples[k] for k in ("theta", "sigma2")}),
         "acceptance_rate": extra["accept_prob_sigma2"],

@@ -1,70 +1,217 @@
-"""``normalx-intercept``: MCMC-normalX with an intercept and non-centred normal features (App. B.2).
+r"""``normalx-intercept``: MCMC-normalX with an intercept and non-centred normal features (App. B.2).
 
-NUTS within Gibbs (NumPyro's ``HMCGibbs``) on
-:func:`bayes_dpreg.hierarchical.normalx_intercept_model`: NUTS on the row means ``b_j``,
-the centred scatters ``Sx_j ~ W(Sigma_x, n_j - 1)``, ``mu_x``, ``Sigma_x`` and
-``log sigma_y^2``; ``theta`` (intercept first) from its exact conditional (eq. 12).
-Needs ``release(..., intercept=True)`` statistics.
+The model is :func:`bayes_dpreg.hierarchical.normalx_intercept_model`: ``x_i ~ N(mu_x, Sigma_x)``,
+per party the row mean ``b_j ~ N(mu_x, Sigma_x / n_j)`` and the centred scatter
+``Sx_j ~ W(Sigma_x, n_j - 1)``; the Gram matrix of ``[1, x_i]`` is
+``S0_j = intercept_design(b_j, Sx_j)`` and replaces ``S_j`` in eq. (10). It is sampled as
+``normalx-nuts`` samples eq. (10) (see :mod:`bayes_dpreg.samplers.normalx_nuts`): NUTS with
+``theta`` (intercept first) integrated out and drawn from eq. (12) at every kept draw, through
+the one chain driver (:func:`~bayes_dpreg.samplers.base.run_chains`). Coordinates:
+
+* ``v``, ``c_j``: ``Sigma_x = L L^T`` and ``Sx_j = L W_j L^T`` exactly as ``normalx-nuts``'s
+  ``Sigma_x`` and ``S_j`` (with ``n_j - 1`` degrees of freedom and the centred scatter
+  ``S~_j[1:, 1:] - n_j b~_j b~_j^T``, ``b~_j = S~_j[0, 1:] / n_j``, as the data's estimate);
+* ``u``: ``mu_x = mu~ + L u / sqrt(N)``, ``mu~ = sum_j S~_j[0, 1:] / N``, ``N = sum_j n_j``;
+* ``e_j``: ``b_j = mu_x + L a_j / sqrt(n_j)`` with ``a_j = e_j + omega_j * sqrt(n_j) L^{-1}(b~_j - mu_x)``
+  (elementwise ``omega_j,k = 1 / (1 + q_k sigma_S,j^2 / n_j)``, ``q_k`` the squared row norms of
+  the pooled ``L^{-1}``): non-centred where the release noise of ``b_j`` swamps its spread
+  ``Sigma_x / n_j``, centred at ``b~_j`` where the release pins it. Unit Jacobian (as ``c_j``).
+
+With ``N(b_j; mu_x, Sigma_x / n_j) |db_j / da_j| = N(a_j; 0, I)`` and
+``|dmu_x / du| \propto |L|``, the log-density of the coordinates is
+
+.. math::
+    \log IW(\Sigma_x)|J_v| + \sum_j \log W(W_j; I, n_j - 1)|J_{R_j}| + \log N(\mu_x; \mu_0, M_0)
+    + \log|L| - \tfrac12 \sum_j \|a_j\|^2 + \log p(\tilde S \mid S0) + \log p(\sigma_y^2)
+    + \log\sigma_y^2 + \log p(\tilde z \mid S0, \sigma_y^2),
+
+the last factor with ``theta`` integrated out (:func:`~bayes_dpreg.closed_form.collapsed_log_lik`).
+It is tested equal to the NumPyro model's density (theta marginalised through its conditional)
+plus a numerically computed log-Jacobian. Needs ``release(..., intercept=True)`` statistics.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
-from numpyro.infer import MCMC
+from jax import Array
 
-from ..hierarchical import model_data
-from ..kernels import normalx_intercept_hmc
+from ..closed_form import theta_conditional
+from ..hierarchical import ModelData, intercept_design, model_data
+from ..linalg import from_log_cholesky, spd_inverse
 from ..prior import ResolvedPrior
-from .base import MethodResult, Sampler
+from . import normalx_nuts as nn
+from .base import ChainKernel, MethodResult, Sampler, run_chains
 
-__all__ = ["SAMPLER", "run"]
+__all__ = ["IReference", "centred_data", "reference", "unpack", "log_density", "to_unconstrained", "KERNEL", "SAMPLER"]
 
-_FIELDS = ("diverging", "accept_prob", "num_steps")
+
+class IReference(NamedTuple):
+    """Data-based constants of the coordinates (a fixed affine map: no Jacobian)."""
+
+    scatter: nn.Reference  # the coordinates of Sigma_x and Sx_j (normalx-nuts's, on centred_data)
+    mu0: Array  # (d,) pooled row mean of the release
+    b0: Array  # (J, d) each party's row mean from the release
+    omega: Array  # (J, d) how far each a_j is centred
+
+
+def centred_data(data: ModelData) -> ModelData:
+    """The release seen as centred scatters: ``S~_j[1:, 1:] - n_j b~_j b~_j^T`` with ``n_j - 1``
+    degrees of freedom (the data ``normalx-nuts``'s reference and coordinates take)."""
+    b = data.S_tilde[:, 0, 1:] / data.n[:, None]
+    scatter = data.S_tilde[:, 1:, 1:] - data.n[:, None, None] * b[:, :, None] * b[:, None, :]
+    return data._replace(S_tilde=scatter, z_tilde=data.z_tilde[:, 1:], n=data.n - 1.0)
+
+
+def reference(data: ModelData) -> IReference:
+    """See the module docstring; ``omega`` uses the pooled ``Sigma_x`` estimate of the scatter reference."""
+    cd = centred_data(data)
+    scatter = nn.reference(cd)
+    d = cd.z_tilde.shape[-1]
+    b0 = data.S_tilde[:, 0, 1:] / data.n[:, None]
+    mu0 = (data.n[:, None] * b0).sum(0) / data.n.sum()
+    L0 = from_log_cholesky(scatter.v0, d)
+    q = (jax.scipy.linalg.solve_triangular(L0, jnp.eye(d, dtype=L0.dtype), lower=True) ** 2).sum(-1)
+    omega = 1.0 / (1.0 + q * data.sigma_S[:, None] ** 2 / data.n[:, None])
+    return IReference(scatter, mu0, b0, omega)
+
+
+def unpack(z: dict, data: ModelData, ref: IReference) -> dict[str, Array]:
+    """``Sigma_x``'s factor ``L``, ``Sx``, ``mu_x``, ``b``, ``a`` (the standardised ``b``),
+    ``S0`` and ``sigma2`` from the coordinates."""
+    cd = centred_data(data)
+    L, R, Sx, sigma2 = nn.unpack(z, cd, ref.scatter)
+    sqrt_n = jnp.sqrt(data.n)[:, None]
+    mu = ref.mu0 + L @ z["u"] / jnp.sqrt(data.n.sum())
+    h = sqrt_n * jax.scipy.linalg.solve_triangular(L, (ref.b0 - mu).T, lower=True).T
+    a = z["e"] + ref.omega * h
+    b = mu + (a @ L.T) / sqrt_n
+    S0 = intercept_design(b, Sx, data.n)
+    return {"L": L, "R": R, "Sx": Sx, "mu_x": mu, "a": a, "b": b, "S0": S0, "sigma2": sigma2}
+
+
+def log_density(z: dict, data: ModelData, pr: ResolvedPrior, ref: IReference) -> Array:
+    """Log-density of the coordinates (theta integrated out), up to a constant (module docstring)."""
+    q = unpack(z, data, ref)
+    mu_prior = jax.scipy.stats.multivariate_normal.logpdf(q["mu_x"], jnp.asarray(pr.mu_x), jnp.asarray(pr.mu_x_cov))
+    return (
+        nn.sigma_x_log_density(q["L"], pr)
+        + nn.wishart_log_density(q["R"], data.n - 1.0)
+        + mu_prior
+        + jnp.log(jnp.diagonal(q["L"])).sum()
+        - 0.5 * (q["a"] ** 2).sum()
+        + nn.observed_log_density(q["S0"], q["sigma2"], z["ls2"], data, pr)
+    )
+
+
+def to_unconstrained(
+    Sigma_x: Array, Sx: Array, mu_x: Array, b: Array, sigma2: Array, data: ModelData, ref: IReference
+) -> dict:
+    """The inverse of :func:`unpack` (for tests and starting values)."""
+    cd = centred_data(data)
+    z = nn.to_unconstrained(Sigma_x, Sx, sigma2, cd, ref.scatter)
+    L = jnp.linalg.cholesky(Sigma_x)
+    solve = lambda r: jax.scipy.linalg.solve_triangular(L, r.T, lower=True).T
+    sqrt_n = jnp.sqrt(data.n)[:, None]
+    u = solve((mu_x - ref.mu0)[None])[0] * jnp.sqrt(data.n.sum())
+    a = sqrt_n * solve(b - mu_x)
+    return {**z, "u": u, "e": a - ref.omega * sqrt_n * solve(ref.b0 - mu_x)}
+
+
+LEVEL_SITES = ("v", "u", "ls2")
+
+
+def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: nn.NutsSettings) -> nn.NCState:
+    """Dispersed starting values: standard normal coordinates (about one posterior or prior sd
+    from the data's estimates), ``log sigma_y^2 = log b + N(0, 1)``."""
+    J, D = data.z_tilde.shape
+    d = D - 1
+    p = d * (d + 1) // 2
+    k_v, k_c, k_u, k_e, k_s, k_nuts = jax.random.split(key, 6)
+    ref = reference(data)
+    dtype = data.S_tilde.dtype
+    z0 = {
+        "v": jax.random.normal(k_v, (p,), dtype),
+        "c": jax.random.normal(k_c, (J, p), dtype),
+        "u": jax.random.normal(k_u, (d,), dtype),
+        "e": jax.random.normal(k_e, (J, d), dtype),
+        "ls2": jnp.log(jnp.asarray(pr.b, dtype)) + jax.random.normal(k_s, (), dtype),
+    }
+    init_kernel, _ = nn.nuts_kernels(settings, log_density)
+    state = init_kernel(
+        z0,
+        settings.num_warmup,
+        target_accept_prob=settings.target_accept_prob,
+        max_tree_depth=settings.max_tree_depth,
+        dense_mass=nn.mass_matrix(settings.dense_mass, (p + d) * (J + 1) + 1, p + d + 1, LEVEL_SITES),
+        model_args=(data, pr, ref),
+        rng_key=k_nuts,
+    )
+    return nn.NCState(state, ref)
+
+
+def step(state: nn.NCState, data: ModelData, pr: ResolvedPrior, settings: nn.NutsSettings) -> nn.NCState:
+    """One NUTS transition (adapting step size and mass matrix during warm-up)."""
+    _, sample_kernel = nn.nuts_kernels(settings, log_density)
+    return nn.NCState(sample_kernel(state.hmc, model_args=(data, pr, state.ref)), state.ref)
+
+
+def draws(state: nn.NCState, data: ModelData, pr: ResolvedPrior, key: Array) -> dict:
+    """The state's ``Sigma_x``, ``mu_x``, ``b``, ``Sx``, ``sigma2`` and ``theta`` from eq. (12) given ``S0``."""
+    q = unpack(state.hmc.z, data, state.ref)
+    post = theta_conditional(
+        q["S0"], data.z_tilde, q["sigma2"], data.sigma_z**2, jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C))
+    )
+    L = q["L"]
+    return {
+        "theta": post.sample(key),
+        "sigma2": q["sigma2"],
+        "Sigma_x": L @ L.T,
+        "mu_x": q["mu_x"],
+        "b": q["b"],
+        "Sx": q["Sx"],
+    }
+
+
+KERNEL = ChainKernel(init, step, draws, nn.info, vectorize=False)
 
 
 def run(
     st: Any,
     pr: ResolvedPrior,
-    key: jax.Array,
+    key: Array,
     num_chains: int,
     num_samples: int,
     num_warmup: int,
-    *,
-    dense_mass: bool = True,
-    target_accept_prob: float = 0.8,
-    max_tree_depth: int = 10,
-    thinning: int = 1,
-    progress_bar: bool = False,
+    **options: Any,
 ) -> MethodResult:
-    data = model_data(st)
-    kernel = normalx_intercept_hmc(
-        data, pr, dense_mass=dense_mass, target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth
-    )
-    mcmc = MCMC(
-        kernel,
+    settings, rest = nn.settings(options, st.d, num_warmup)
+    thin, progress = rest.pop("thinning", 1), rest.pop("progress_bar", False)
+    if rest:
+        raise TypeError(f"unexpected keyword arguments {sorted(rest)}")
+    nn.check_settings(settings)
+    samples, stats = run_chains(
+        KERNEL,
+        model_data(st),
+        pr,
+        settings,
+        key,
+        num_chains=num_chains,
         num_warmup=num_warmup,
         num_samples=num_samples,
-        num_chains=num_chains,
-        thinning=thinning,
-        chain_method=jax.vmap,
-        progress_bar=progress_bar,
-    )  # HMCGibbs takes a callable for vectorised chains
-    mcmc.run(key, data, pr, extra_fields=tuple(f"block_states.1.{f}" for f in _FIELDS))
-    samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
-    extra = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
-    stats = {
-        "diverging": extra["block_states.1.diverging"],
-        "acceptance_rate": extra["block_states.1.accept_prob"],
-        "n_steps": extra["block_states.1.num_steps"],
-    }
+        thin=thin,
+        progress_bar=progress,
+    )
+    stats["tree_depth"] = np.floor(np.log2(np.maximum(stats["n_steps"], 1))).astype(np.int64) + 1
     attrs = {
         "num_warmup": num_warmup,
-        "gibbs_sites": "theta",
-        "dense_mass": int(dense_mass),
-        "target_accept_prob": target_accept_prob,
+        "sampler": "NUTS (NumPyro), non-centred Sx_j = L W_j L^T and b_j, theta integrated out and drawn from eq. (12)",
+        "target_accept_prob": settings.target_accept_prob,
+        "max_tree_depth": settings.max_tree_depth,
+        "dense_mass": settings.dense_mass,
         "divergences": int(stats["diverging"].sum()),
         "model": "intercept with non-centred normal features (App. B.2); theta[0] is the intercept",
     }
@@ -74,10 +221,17 @@ def run(
 SAMPLER = Sampler(
     name="normalx-intercept",
     label="MCMC-normalX (intercept)",
-    summary="normalX with an intercept and non-centred features (App. B.2), NUTS within Gibbs; needs intercept=True",
+    summary="normalX with an intercept and non-centred features (App. B.2) by NUTS, theta integrated out; "
+    "needs intercept=True",
     run=run,
+    kind="mcmc",
     needs_wishart=True,
     needs_intercept=True,
     models_release_noise=True,
-    options=("dense_mass", "target_accept_prob", "max_tree_depth", "thinning", "progress_bar"),
+    num_warmup=500,
+    num_samples=500,
+    kernel=KERNEL,
+    data=model_data,
+    settings=nn.settings,
+    options=("target_accept_prob", "max_tree_depth", "dense_mass", "thinning", "progress_bar"),
 )

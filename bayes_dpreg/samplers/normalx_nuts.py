@@ -100,10 +100,11 @@ class Reference(NamedTuple):
 
 
 class NCState(NamedTuple):
-    """A chain's state: NumPyro's ``HMCState`` (``z`` holds ``v``, ``c``, ``ls2``) and the reference."""
+    """A chain's state: NumPyro's ``HMCState`` (``z`` holds the coordinates: ``v``, ``c``, ``ls2``
+    here, also ``u`` and ``e`` for ``normalx-intercept``) and the data's reference point."""
 
     hmc: Any
-    ref: Reference
+    ref: Any  # Reference, or intercept.IReference
 
 
 def _tril_indices(d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -178,23 +179,41 @@ def log_density(z: dict, data: ModelData, pr: ResolvedPrior, ref: Reference) -> 
     - ||L^{-1} chol(Lambda)||_F^2 / 2``. The ``S~`` and ``sigma_y^2`` factors are the model's
     and the ``z~`` likelihood is :func:`~bayes_dpreg.closed_form.collapsed_log_lik`. Tested
     equal to the model's density plus a numerically differentiated log-Jacobian."""
-    J, d = data.z_tilde.shape
     L, R, S, sigma2 = unpack(z, data, ref)
-    i = jnp.arange(d)
-    log_L = jnp.log(jnp.diagonal(L))
-    log_R = jnp.log(jnp.diagonal(R, axis1=-2, axis2=-1))
+    return (
+        sigma_x_log_density(L, pr)
+        + wishart_log_density(R, data.n)
+        + observed_log_density(S, sigma2, z["ls2"], data, pr)
+    )
+
+
+def sigma_x_log_density(L: Array, pr: ResolvedPrior) -> Array:
+    """``IW(Sigma_x; Lambda, kappa)`` times the Jacobian of ``Sigma_x = L L^T`` (log-diagonal
+    ``L``): ``-sum_i (kappa + i) log L_ii - ||L^{-1} chol(Lambda)||_F^2 / 2``, constants dropped."""
+    i = jnp.arange(L.shape[-1])
     Linv_Lam = jax.scipy.linalg.solve_triangular(L, jnp.linalg.cholesky(jnp.asarray(pr.Lambda)), lower=True)
-    sigma_x = -((pr.kappa + i) * log_L).sum() - 0.5 * (Linv_Lam**2).sum()
-    wishart = ((data.n[:, None] - i) * log_R).sum() - 0.5 * (R**2).sum()
+    return -((pr.kappa + i) * jnp.log(jnp.diagonal(L))).sum() - 0.5 * (Linv_Lam**2).sum()
+
+
+def wishart_log_density(R: Array, dof: Array) -> Array:
+    """``W(L W_j L^T; L L^T, dof_j)`` times ``|L|^{d+1}`` is ``W(W_j; I, dof_j)``; with the Bartlett
+    Jacobian of ``W_j = R_j R_j^T``: ``sum_j sum_i (dof_j - i) log R_j,ii - ||R_j||_F^2 / 2``."""
+    i = jnp.arange(R.shape[-1])
+    log_R = jnp.log(jnp.diagonal(R, axis1=-2, axis2=-1))
+    return ((dof[:, None] - i) * log_R).sum() - 0.5 * (R**2).sum()
+
+
+def observed_log_density(S: Array, sigma2: Array, ls2: Array, data: ModelData, pr: ResolvedPrior) -> Array:
+    """The factors given the Gram matrices ``S_j``: ``S~`` (eq. 8), ``sigma_y^2``'s prior with the
+    Jacobian of ``log sigma_y^2``, and the ``z~`` likelihood with theta integrated out."""
+    J, D = data.z_tilde.shape
     t = party_terms(S, data.z_tilde, sigma2, data.sigma_z**2)
     return (
-        sigma_x
-        + wishart
-        + S_tilde_dist(S, data).log_prob(upper(data.S_tilde)).sum()
+        S_tilde_dist(S, data).log_prob(upper(data.S_tilde)).sum()
         + prior_dists(pr)["sigma2"].log_prob(sigma2)
-        + z["ls2"]
+        + ls2
         + collapsed_log_lik(
-            t.U.sum(0), t.u.sum(0), t.c.sum(0), jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C)), J * d
+            t.U.sum(0), t.u.sum(0), t.c.sum(0), jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C)), J * D
         )
     )
 
@@ -206,15 +225,13 @@ def to_unconstrained(Sigma_x: Array, S: Array, sigma2: Array, data: ModelData, r
     return {"v": xv, "c": c - ref.omega * _c_of(xv, ref.F0, data, ref), "ls2": jnp.log(sigma2)}
 
 
-def _potential(data: ModelData, pr: ResolvedPrior, ref: Reference) -> Any:
-    return lambda z: -log_density(z, data, pr, ref)
-
-
 @functools.cache
-def _nuts(settings: NutsSettings) -> tuple[Any, Any]:
-    """NumPyro's NUTS ``(init_kernel, sample_kernel)`` for these settings. ``hmc`` keeps the
-    warm-up schedule in its closure, so each settings value gets its own pair."""
-    return hmc(potential_fn_gen=_potential, algo="NUTS")
+def nuts_kernels(settings: NutsSettings, log_density_fn: Any = None) -> tuple[Any, Any]:
+    """NumPyro's NUTS ``(init_kernel, sample_kernel)`` on ``log_density_fn(z, data, pr, ref)``
+    (default :func:`log_density`), whose ``model_args`` are ``(data, pr, ref)``. ``hmc`` keeps
+    the warm-up schedule in its closure, so each settings value gets its own pair."""
+    fn = log_density if log_density_fn is None else log_density_fn
+    return hmc(potential_fn_gen=lambda data, pr, ref: lambda z: -fn(z, data, pr, ref), algo="NUTS")
 
 
 def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: NutsSettings) -> NCState:
@@ -230,13 +247,13 @@ def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: NutsSettings)
         "c": jax.random.normal(k_c, (J, p), dtype),
         "ls2": jnp.log(jnp.asarray(pr.b, dtype)) + jax.random.normal(k_s, (), dtype),
     }
-    init_kernel, _ = _nuts(settings)
+    init_kernel, _ = nuts_kernels(settings)
     state = init_kernel(
         z0,
         settings.num_warmup,
         target_accept_prob=settings.target_accept_prob,
         max_tree_depth=settings.max_tree_depth,
-        dense_mass=_dense_mass(settings.dense_mass, p * (J + 1) + 1, p + 1),
+        dense_mass=mass_matrix(settings.dense_mass, p * (J + 1) + 1, p + 1),
         model_args=(data, pr, ref),
         rng_key=k_nuts,
     )
@@ -246,19 +263,20 @@ def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: NutsSettings)
 FULL_DENSE_MAX_DIM = 32  # NumPyro's dense-mass transitions cost 8x more per step at 61 coordinates
 
 
-def _dense_mass(kind: str, dim: int, level_dim: int) -> Any:
-    """``"auto"``: dense over all coordinates up to 32 of them; else dense over ``(v, log sigma2)``
-    when those are at most 32 (d <= 7), diagonal beyond: a dense block of 100 or more
-    coordinates is not learnt within the default warm-up (bike sharing, d = 14: 188 leapfrog
-    steps per iteration against 31 with a diagonal mass matrix)."""
+def mass_matrix(kind: str, dim: int, level_dim: int, level_sites: tuple[str, ...] = ("v", "ls2")) -> Any:
+    """``"auto"``: dense over all coordinates up to 32 of them; else dense over the level
+    coordinates ``level_sites`` (``v``, ``log sigma2``) when those are at most 32 (d <= 7),
+    diagonal beyond: a dense block of 100 or more coordinates is not learnt within the default
+    warm-up (bike sharing, d = 14: 188 leapfrog steps per iteration against 31 with a diagonal
+    mass matrix)."""
     if kind == "auto":
         kind = "full" if dim <= FULL_DENSE_MAX_DIM else "level" if level_dim <= FULL_DENSE_MAX_DIM else "diagonal"
-    return {"full": True, "level": [("v", "ls2")], "diagonal": False}[kind]
+    return {"full": True, "level": [level_sites], "diagonal": False}[kind]
 
 
 def step(state: NCState, data: ModelData, pr: ResolvedPrior, settings: NutsSettings) -> NCState:
     """One NUTS transition (adapting step size and mass matrix during warm-up)."""
-    _, sample_kernel = _nuts(settings)
+    _, sample_kernel = nuts_kernels(settings)
     return NCState(sample_kernel(state.hmc, model_args=(data, pr, state.ref)), state.ref)
 
 
@@ -295,6 +313,14 @@ def settings(options: dict, d: int, num_warmup: int) -> tuple[NutsSettings, dict
     return NutsSettings(int(num_warmup), **fields), rest
 
 
+def check_settings(settings: NutsSettings) -> None:
+    """Clear errors for out-of-range NUTS options."""
+    if not 0 < settings.target_accept_prob < 1:
+        raise ValueError(f"target_accept_prob must lie in (0, 1), got {settings.target_accept_prob}")
+    if settings.dense_mass not in ("auto", "full", "level", "diagonal"):
+        raise ValueError(f"dense_mass must be 'auto', 'full', 'level' or 'diagonal', got {settings.dense_mass!r}")
+
+
 def run(
     st: Any,
     pr: ResolvedPrior,
@@ -309,11 +335,8 @@ def run(
     thinning: int = 1,
     progress_bar: bool = False,
 ) -> MethodResult:
-    if not 0 < target_accept_prob < 1:
-        raise ValueError(f"target_accept_prob must lie in (0, 1), got {target_accept_prob}")
-    if dense_mass not in ("auto", "full", "level", "diagonal"):
-        raise ValueError(f"dense_mass must be 'auto', 'full', 'level' or 'diagonal', got {dense_mass!r}")
     settings = NutsSettings(num_warmup, float(target_accept_prob), int(max_tree_depth), dense_mass)
+    check_settings(settings)
     samples, stats = run_chains(
         KERNEL,
         model_data(st),

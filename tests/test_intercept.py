@@ -1,0 +1,157 @@
+"""normalx-intercept (App. B.2) by NUTS: its density is the NumPyro model's (theta integrated out)
+plus the change of variables, its coordinates invert, it recovers the exact posterior where one
+exists, and it is calibrated (SBC) under its own model."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as dist
+import pytest
+from numpyro.infer.util import log_density as numpyro_log_density
+
+import bayes_dpreg as bd
+from bayes_dpreg.closed_form import collapsed_log_lik, party_terms, theta_conditional
+from bayes_dpreg.hierarchical import normalx_intercept_model, prior_dists
+from bayes_dpreg.prior import Prior
+from bayes_dpreg.samplers import intercept as ic
+from bayes_dpreg.sbc import sbc, simulate_intercept_from_prior
+
+PRIOR = Prior(m=[0.5, 0.1, -0.2], C=2.0, a=3.0, b=2.0, Lambda=[[1.5, 0.3], [0.3, 1.0]], kappa=6.0,
+              mu_x=[0.5, -0.3], mu_x_cov=[[1.0, 0.2], [0.2, 0.5]])
+SITES = ("v", "c", "u", "e", "ls2")
+
+
+def _problem(seed, n=(30.0, 45.0, 38.0), sigma_S=4.0):
+    pr = PRIOR.resolve_intercept(2)
+    n = jnp.asarray(n)
+    J = n.shape[0]
+    params, data = simulate_intercept_from_prior(jax.random.key(seed), pr, n, jnp.full(J, sigma_S), jnp.full(J, 3.0))
+    return pr, params, data, ic.reference(data)
+
+
+def _shapes(J, d):
+    p = d * (d + 1) // 2
+    return {"v": (p,), "c": (J, p), "u": (d,), "e": (J, d), "ls2": ()}
+
+
+def _flat(z):
+    return jnp.concatenate([jnp.ravel(z[k]) for k in SITES])
+
+
+def _unflat(x, J, d):
+    out, i = {}, 0
+    for k, shape in _shapes(J, d).items():
+        size = int(np.prod(shape))
+        out[k] = x[i:i + size].reshape(shape)
+        i += size
+    return out
+
+
+def _truth_coordinates(params, data, ref):
+    """Coordinates of a state from the model: the simulator keeps b_j and Sx_j to itself, so
+    draw them afresh given its Sigma_x and mu_x."""
+    d = params["Sigma_x"].shape[0]
+    J = data.n.shape[0]
+    k1, k2 = jax.random.split(jax.random.key(99))
+    L = jnp.linalg.cholesky(params["Sigma_x"])
+    b = params["mu_x"] + jax.random.normal(k1, (J, d)) @ L.T / jnp.sqrt(data.n)[:, None]
+    Sx = dist.Wishart(data.n - 1.0, scale_matrix=params["Sigma_x"]).sample(k2)
+    return ic.to_unconstrained(params["Sigma_x"], Sx, params["mu_x"], b, params["sigma2"], data, ref)
+
+
+def _model_density(q, data, pr):
+    """The NumPyro model's log joint at (theta, the rest) minus log p(theta | rest): the density
+    of the rest with theta integrated out, whatever theta (here the conditional mean)."""
+    post = theta_conditional(q["S0"], data.z_tilde, q["sigma2"], data.sigma_z**2, jnp.asarray(pr.m),
+                             jnp.linalg.inv(jnp.asarray(pr.C)))
+    L = q["L"]
+    values = {"theta": post.mean, "sigma2": q["sigma2"], "Sigma_x": L @ L.T, "mu_x": q["mu_x"], "b": q["b"],
+              "Sx": q["Sx"]}
+    joint, _ = numpyro_log_density(normalx_intercept_model, (data, pr), {}, values)
+    return joint - dist.MultivariateNormal(post.mean, post.cov).log_prob(post.mean)
+
+
+@pytest.mark.parametrize("seed,sigma_S", [(0, 4.0), (1, 0.05)])
+def test_density_is_the_model_density_plus_the_log_jacobian(seed, sigma_S):
+    """log_density(z1) - log_density(z2) equals the NumPyro model's density with theta integrated
+    out plus log|d(Sigma_x, Sx, mu_x, b, sigma2)/dz|, differentiated numerically (non-centred
+    b_j at sigma_S = 4, nearly centred at 0.05)."""
+    pr, params, data, ref = _problem(seed, sigma_S=sigma_S)
+    J, D = data.z_tilde.shape
+    d = D - 1
+    iu = np.triu_indices(d)
+
+    def constrained(x):
+        q = ic.unpack(_unflat(x, J, d), data, ref)
+        Sig = q["L"] @ q["L"].T
+        return jnp.concatenate([Sig[iu], q["Sx"][:, iu[0], iu[1]].ravel(), q["mu_x"], q["b"].ravel(),
+                                q["sigma2"][None]])
+
+    def reference_density(x):
+        q = ic.unpack(_unflat(x, J, d), data, ref)
+        return _model_density(q, data, pr) + jnp.linalg.slogdet(jax.jacfwd(constrained)(x))[1]
+
+    x1 = _flat(_truth_coordinates(params, data, ref))
+    x2 = x1 + 0.3 * jax.random.normal(jax.random.key(seed + 5), x1.shape)
+    ours = ic.log_density(_unflat(x1, J, d), data, pr, ref) - ic.log_density(_unflat(x2, J, d), data, pr, ref)
+    np.testing.assert_allclose(ours, reference_density(x1) - reference_density(x2), rtol=1e-8, atol=1e-7)
+
+
+def test_coordinates_invert():
+    pr, params, data, ref = _problem(2)
+    z = _truth_coordinates(params, data, ref)
+    q = ic.unpack(z, data, ref)
+    z2 = ic.to_unconstrained(q["L"] @ q["L"].T, q["Sx"], q["mu_x"], q["b"], q["sigma2"], data, ref)
+    for k in SITES:
+        np.testing.assert_allclose(z2[k], z[k], rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(q["L"] @ q["L"].T, jnp.asarray(params["Sigma_x"]), rtol=1e-10)
+
+
+def test_recovers_the_exact_posterior_when_the_noise_vanishes():
+    """eps huge: S~_j is the Gram matrix of [1, x] exactly, and theta's posterior is a scale mixture
+    over sigma_y^2 of the Gaussians of eq. (12), computed by quadrature on a grid of log sigma_y^2."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(4000, 1)) * 0.3 + 0.5
+    y = 0.3 - 0.5 * X[:, 0] + 0.1 * rng.normal(size=4000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stats = [bd.release(Xj, yj, epsilon=1e7, delta=1e-5, x_bound=2.0, y_bound=1.0, intercept=True, seed=j)
+                 for j, (Xj, yj) in enumerate(bd.split_parties(X, y, 2))]
+    prior = Prior(C=100.0, a=2.0, b=0.01, Lambda=1.0)
+    idata = bd.fit(stats, "normalx-intercept", prior=prior, num_warmup=500, num_samples=1000, seed=1)
+    assert idata.posterior.attrs["converged"] == 1
+    pr = prior.resolve_intercept(1)
+    S = jnp.asarray(np.stack([s.S for s in stats]))
+    z = jnp.asarray(np.stack([s.z for s in stats]))
+    sz2 = jnp.asarray([s.sigma_z**2 for s in stats])
+    Cinv = jnp.linalg.inv(jnp.asarray(pr.C))
+    grid = jnp.linspace(-12.0, 2.0, 4001)
+
+    def at(ls2):
+        s2 = jnp.exp(ls2)
+        t = party_terms(S, z, s2, sz2)
+        lw = collapsed_log_lik(t.U.sum(0), t.u.sum(0), t.c.sum(0), jnp.asarray(pr.m), Cinv, 4)
+        lw = lw + prior_dists(pr)["sigma2"].log_prob(s2) + ls2
+        post = theta_conditional(S, z, s2, sz2, jnp.asarray(pr.m), Cinv)
+        return lw, post.mean, post.cov
+
+    lw, means, covs = jax.vmap(at)(grid)
+    w = np.exp(np.asarray(lw) - np.max(lw))
+    w /= w.sum()
+    mean = (w[:, None] * np.asarray(means)).sum(0)
+    var = (w[:, None] * (np.diagonal(np.asarray(covs), axis1=1, axis2=2) + np.asarray(means) ** 2)).sum(0) - mean**2
+    th = idata.posterior["theta"].values.reshape(-1, 2)
+    sd = np.sqrt(var)
+    assert np.all(np.abs(th.mean(0) - mean) < 5 * sd / np.sqrt(1000)), (th.mean(0), mean, sd)
+    np.testing.assert_allclose(th.std(0), sd, rtol=0.08)
+
+
+def test_sbc():
+    """Ranks of theta (intercept and slope), sigma2, Sigma_x and mu_x under the intercept model."""
+    pr = Prior(m=0.0, C=1.0, a=3.0, b=2.0, Lambda=1.0, kappa=5.0, mu_x=0.5, mu_x_cov=1.0).resolve_intercept(1)
+    res = sbc(jax.random.key(3), "normalx-intercept", pr, np.array([200, 300]), 20.0, 10.0,
+              replications=100, num_warmup=200, thin=1)
+    assert set(res.pvalues) == {"theta[0]", "theta[1]", "sigma2", "Sigma_x[0,0]", "mu_x[0]"}
+    assert min(res.pvalues.values()) > 1e-3, res.pvalues
