@@ -83,7 +83,10 @@ __all__ = [
     "kernel_settings",
     "LEVEL_MOVES_MAX_D",
     "NormalXState",
+    "NormalXAdaptState",
+    "NormalXInfo",
     "FixedSState",
+    "FixedSInfo",
     "normalx_init",
     "normalx_step",
     "fixeds_init",
@@ -111,29 +114,49 @@ class Settings(NamedTuple):
     update_sigma2: bool = True  # False holds sigma2 at its initial value (for tests against closed forms)
 
 
-class NormalXState(NamedTuple):
-    z: dict  # {"S": (J,d,d), "Sigma_x": (d,d), "theta": (d,), "sigma2": ()}
+class NormalXAdaptState(NamedTuple):
+    """Proposal scales adapted during warm-up (Robbins-Monro, adaptive Metropolis), then frozen."""
+
     log_alpha: Array  # (J,) Wishart proposal degrees of freedom, log scale
     log_step: Array  # () sd of the log sigma2 random walk, log scale
     log_group_step: Array  # () scale of the group move, log scale
-    accept_S: Array  # (J,) acceptance probabilities of the last S moves
-    accept_group: Array  # () acceptance probability of the last group move
     basis: Array  # (d, d) eigenvectors of Sigma_x, tracked during warm-up then frozen
     log_eigen_step: Array  # (d,) scales of the eigen-direction moves, log scale
-    accept_eigen: Array  # (d,) acceptance probabilities of the last eigen-direction moves
     am_mean: Array  # (p,) running mean of the log-Cholesky vector of Sigma_x (warm-up)
     am_cov: Array  # (p, p) running covariance (warm-up), frozen afterwards
     log_am_scale: Array  # () log multiplier of the adaptive-Metropolis proposal covariance
-    accept_noncentred: Array  # ()
-    accept_sigma2: Array  # () acceptance probability of the last sigma2 move
+
+
+class NormalXInfo(NamedTuple):
+    """Acceptance probabilities of the last iteration's moves."""
+
+    accept_S: Array  # (J,) the S_j moves
+    accept_sigma2: Array  # () the sigma2 move
+    accept_group: Array  # () the group move
+    accept_eigen: Array  # (d,) the eigen-direction moves
+    accept_noncentred: Array  # () the non-centred move
+
+
+class NormalXState(NamedTuple):
+    """A chain of MCMC-normalX: the draw ``z``, the adaptation state, the last step's info."""
+
+    z: dict  # {"S": (J,d,d), "Sigma_x": (d,d), "theta": (d,), "sigma2": ()}
+    adapt: NormalXAdaptState
+    info: NormalXInfo
     iteration: Array  # () iterations done
     rng_key: Array
 
 
+class FixedSInfo(NamedTuple):
+    accept_sigma2: Array  # () acceptance probability of the last sigma2 move
+
+
 class FixedSState(NamedTuple):
+    """A chain of MCMC-fixedS: the draw, the adapted log-step of the sigma2 move, the last step's info."""
+
     z: dict  # {"theta": (d,), "sigma2": ()}
     log_step: Array
-    accept_sigma2: Array
+    info: FixedSInfo
     iteration: Array
     rng_key: Array
 
@@ -456,35 +479,34 @@ def _level_moves(
     S: Array,
     Sigma_x: Array,
     sigma2: Array,
-    state: NormalXState,
+    adapt: NormalXAdaptState,
+    it: Array,
     data: ModelData,
     pr: ResolvedPrior,
     settings: Settings,
-):
+) -> tuple[Array, Array, NormalXAdaptState, tuple[Array, Array, Array]]:
     """Group, eigen-direction and non-centred moves of ``(Sigma_x, S_1..S_J)`` with their warm-up
-    adaptation. Returns the new ``S, Sigma_x`` and the updated tuning fields of the state."""
+    adaptation. Returns the new ``S, Sigma_x``, the adaptation state and the three moves'
+    acceptance probabilities."""
     k_g, k_e, k_nc = jax.random.split(key, 3)
-    it = state.iteration
     cur = _Level(S, Sigma_x, _level_rest(S, Sigma_x, sigma2, data, pr))
-    cur, acc_g = _group_move(k_g, cur, sigma2, state.log_group_step, data, pr)
-    basis = jnp.where(it < settings.num_warmup, jnp.linalg.eigh(cur.Sigma_x)[1], state.basis)
-    cur, acc_e = _eigen_moves(k_e, cur, sigma2, basis, state.log_eigen_step, data, pr)
-    p = state.am_mean.shape[0]
-    cov = jnp.exp(state.log_am_scale) * (state.am_cov + 1e-10 * jnp.eye(p, dtype=S.dtype))
+    cur, acc_g = _group_move(k_g, cur, sigma2, adapt.log_group_step, data, pr)
+    basis = jnp.where(it < settings.num_warmup, jnp.linalg.eigh(cur.Sigma_x)[1], adapt.basis)
+    cur, acc_e = _eigen_moves(k_e, cur, sigma2, basis, adapt.log_eigen_step, data, pr)
+    p = adapt.am_mean.shape[0]
+    cov = jnp.exp(adapt.log_am_scale) * (adapt.am_cov + 1e-10 * jnp.eye(p, dtype=S.dtype))
     cur, acc_nc = _noncentred_move(k_nc, cur, sigma2, jnp.linalg.cholesky(cov), data, pr)
-    am_mean, am_cov = _running_moments(state.am_mean, state.am_cov, log_cholesky(cur.Sigma_x), it, settings)
-    tune = dict(
-        log_group_step=_robbins_monro(state.log_group_step, acc_g, settings.target_accept_level, it, settings, 1.0),
-        log_eigen_step=_robbins_monro(state.log_eigen_step, acc_e, settings.target_accept_level, it, settings, 1.0),
-        log_am_scale=_robbins_monro(state.log_am_scale, acc_nc, settings.target_accept_noncentred, it, settings, 1.0),
+    am_mean, am_cov = _running_moments(adapt.am_mean, adapt.am_cov, log_cholesky(cur.Sigma_x), it, settings)
+    target = settings.target_accept_level
+    adapt = adapt._replace(
+        log_group_step=_robbins_monro(adapt.log_group_step, acc_g, target, it, settings, 1.0),
+        log_eigen_step=_robbins_monro(adapt.log_eigen_step, acc_e, target, it, settings, 1.0),
+        log_am_scale=_robbins_monro(adapt.log_am_scale, acc_nc, settings.target_accept_noncentred, it, settings, 1.0),
         am_mean=am_mean,
         am_cov=am_cov,
         basis=basis,
-        accept_group=acc_g,
-        accept_eigen=acc_e,
-        accept_noncentred=acc_nc,
     )
-    return cur.S, cur.Sigma_x, tune
+    return cur.S, cur.Sigma_x, adapt, (acc_g, acc_e, acc_nc)
 
 
 def _running_moments(mean: Array, cov: Array, v: Array, it: Array, settings: Settings) -> tuple[Array, Array]:
@@ -515,24 +537,18 @@ def normalx_init(rng_key: Array, data: ModelData, pr: ResolvedPrior, settings: S
     basis = jnp.linalg.eigh(z["Sigma_x"])[1]
     log_eigen = jnp.full(d, jnp.log(1.0 / jnp.sqrt(data.n.sum())), S.dtype)
     p = d * (d + 1) // 2
-    return NormalXState(
-        z=z,
+    adapt = NormalXAdaptState(
         log_alpha=log_alpha,
         log_step=zero + settings.init_log_step,
         log_group_step=log_group,
-        accept_S=jnp.zeros(J, S.dtype),
-        accept_group=zero,
         basis=basis,
         log_eigen_step=log_eigen,
-        accept_eigen=jnp.zeros(d, S.dtype),
         am_mean=log_cholesky(z["Sigma_x"]),
         am_cov=jnp.eye(p, dtype=S.dtype) / data.n.sum(),
         log_am_scale=jnp.log(2.38**2 / p) + zero,
-        accept_noncentred=zero,
-        accept_sigma2=zero,
-        iteration=jnp.zeros((), jnp.int32),
-        rng_key=k_next,
     )
+    info = NormalXInfo(jnp.zeros(J, S.dtype), zero, zero, jnp.zeros(d, S.dtype), zero)
+    return NormalXState(z, adapt, info, jnp.zeros((), jnp.int32), k_next)
 
 
 def normalx_step(
@@ -540,29 +556,28 @@ def normalx_step(
 ) -> NormalXState:
     """One iteration of MCMC-normalX (Algorithm 1), with warm-up adaptation (see the module docstring)."""
     key, k_sx, k_S, k_lv, k_ts = jax.random.split(state.rng_key, 5)
-    z = state.z
+    z, adapt, it = state.z, state.adapt, state.iteration
     d = data.z_tilde.shape[-1]
     Sigma_x = _sigma_x_draw(k_sx, z["S"], data, pr)
-    tune = {}
+    acc_level = (state.info.accept_group, state.info.accept_eigen, state.info.accept_noncentred)
     if settings.collapse_theta:
-        S, acc_S = _S_move_collapsed(k_S, z["S"], state.log_alpha, z["sigma2"], Sigma_x, data, pr)
+        S, acc_S = _S_move_collapsed(k_S, z["S"], adapt.log_alpha, z["sigma2"], Sigma_x, data, pr)
         if settings.level_moves:
-            S, Sigma_x, tune = _level_moves(k_lv, S, Sigma_x, z["sigma2"], state, data, pr, settings)
+            S, Sigma_x, adapt, acc_level = _level_moves(k_lv, S, Sigma_x, z["sigma2"], adapt, it, data, pr, settings)
     else:
-        S, acc_S = _S_move(k_S, z["S"], state.log_alpha, z["theta"], z["sigma2"], Sigma_x, data)
-    theta, sigma2, acc_s2 = _update_theta_sigma2(k_ts, S, z["theta"], z["sigma2"], state.log_step, data, pr, settings)
-    log_alpha = _robbins_monro(state.log_alpha, acc_S, settings.target_accept_S, state.iteration, settings, -1.0)
-    log_alpha = jnp.maximum(log_alpha, jnp.log(d + 1.0))  # a Wishart needs alpha > d - 1
-    log_step = _robbins_monro(state.log_step, acc_s2, settings.target_accept_sigma2, state.iteration, settings, 1.0)
-    return state._replace(
+        S, acc_S = _S_move(k_S, z["S"], adapt.log_alpha, z["theta"], z["sigma2"], Sigma_x, data)
+    theta, sigma2, acc_s2 = _update_theta_sigma2(k_ts, S, z["theta"], z["sigma2"], adapt.log_step, data, pr, settings)
+    log_alpha = _robbins_monro(adapt.log_alpha, acc_S, settings.target_accept_S, it, settings, -1.0)
+    adapt = adapt._replace(
+        log_alpha=jnp.maximum(log_alpha, jnp.log(d + 1.0)),  # a Wishart needs alpha > d - 1
+        log_step=_robbins_monro(adapt.log_step, acc_s2, settings.target_accept_sigma2, it, settings, 1.0),
+    )
+    return NormalXState(
         z={"S": S, "Sigma_x": Sigma_x, "theta": theta, "sigma2": sigma2},
-        log_alpha=log_alpha,
-        log_step=log_step,
-        accept_S=acc_S,
-        accept_sigma2=acc_s2,
-        iteration=state.iteration + 1,
+        adapt=adapt,
+        info=NormalXInfo(acc_S, acc_s2, *acc_level),
+        iteration=it + 1,
         rng_key=key,
-        **tune,
     )
 
 
@@ -576,7 +591,7 @@ def fixeds_init(rng_key: Array, data: ModelData, pr: ResolvedPrior, settings: Se
     return FixedSState(
         {"theta": jnp.zeros(d, dtype), "sigma2": sigma2},
         zero + settings.init_log_step,
-        zero,
+        FixedSInfo(zero),
         jnp.zeros((), jnp.int32),
         k_next,
     )
@@ -589,7 +604,7 @@ def fixeds_step(state: FixedSState, data: ModelData, pr: ResolvedPrior, settings
         k_ts, data.S_tilde, state.z["theta"], state.z["sigma2"], state.log_step, data, pr, settings
     )
     log_step = _robbins_monro(state.log_step, acc, settings.target_accept_sigma2, state.iteration, settings, 1.0)
-    return FixedSState({"theta": theta, "sigma2": sigma2}, log_step, acc, state.iteration + 1, key)
+    return FixedSState({"theta": theta, "sigma2": sigma2}, log_step, FixedSInfo(acc), state.iteration + 1, key)
 
 
 class _PureKernel(MCMCKernel):
@@ -625,15 +640,7 @@ class NormalX(_PureKernel):
 
     _init_fn = staticmethod(normalx_init)
     _step_fn = staticmethod(normalx_step)
-    extra_fields = (
-        "accept_S",
-        "log_alpha",
-        "accept_sigma2",
-        "log_step",
-        "accept_group",
-        "accept_eigen",
-        "accept_noncentred",
-    )
+    extra_fields = tuple(f"info.{f}" for f in NormalXInfo._fields) + ("adapt.log_alpha", "adapt.log_step")
 
 
 class FixedS(_PureKernel):
@@ -641,4 +648,4 @@ class FixedS(_PureKernel):
 
     _init_fn = staticmethod(fixeds_init)
     _step_fn = staticmethod(fixeds_step)
-    extra_fields = ("accept_sigma2", "log_step")
+    extra_fields = ("info.accept_sigma2", "log_step")

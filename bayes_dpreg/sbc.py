@@ -93,9 +93,8 @@ def _summaries(z: dict) -> dict[str, Array]:
     out = {f"theta[{i}]": z["theta"][i] for i in range(z["theta"].shape[0])}
     out["sigma2"] = z["sigma2"]
     if "Sigma_x" in z:
-        out["Sigma_x[0,0]"] = z["Sigma_x"][0, 0]
-        if z["Sigma_x"].shape[-1] > 1:
-            out["Sigma_x[0,1]"] = z["Sigma_x"][0, 1]
+        k = min(1, z["Sigma_x"].shape[-1] - 1)  # an off-diagonal entry, the variance when d = 1
+        out[f"Sigma_x[0,{k}]"] = z["Sigma_x"][0, k]
     if "S" in z:
         out["S[0][0,0]"] = z["S"][0, 0, 0]
     if "mu_x" in z:

@@ -21,7 +21,7 @@ def draws(state: kernels.FixedSState, data: ModelData, pr: ResolvedPrior, key: j
 
 
 def info(state: kernels.FixedSState) -> dict:
-    return {"accept_prob_sigma2": state.accept_sigma2, "log_step": state.log_step}
+    return {"accept_prob_sigma2": state.info.accept_sigma2, "log_step": state.log_step}
 
 
 KERNEL = ChainKernel(kernels.fixeds_init, kernels.fixeds_step, draws, info)

@@ -28,14 +28,15 @@ def draws(state: kernels.NormalXState, data: ModelData, pr: ResolvedPrior, key: 
 
 
 def info(state: kernels.NormalXState) -> dict:
+    i, a = state.info, state.adapt
     return {
-        "accept_prob_S": state.accept_S,
-        "log_alpha": state.log_alpha,
-        "accept_prob_sigma2": state.accept_sigma2,
-        "log_step": state.log_step,
-        "accept_prob_group": state.accept_group,
-        "accept_prob_eigen": state.accept_eigen,
-        "accept_prob_noncentred": state.accept_noncentred,
+        "accept_prob_S": i.accept_S,
+        "log_alpha": a.log_alpha,
+        "accept_prob_sigma2": i.accept_sigma2,
+        "log_step": a.log_step,
+        "accept_prob_group": i.accept_group,
+        "accept_prob_eigen": i.accept_eigen,
+        "accept_prob_noncentred": i.accept_noncentred,
     }
 
 
