@@ -14,6 +14,8 @@ from numpyro.infer.util import log_density
 from scipy import integrate, stats as sps
 from scipy.special import logsumexp
 
+from _shared import linear_stats
+
 import bayes_dpreg as bd
 from bayes_dpreg.bridge import bridge_sampling
 from bayes_dpreg.compare import compare, log_evidence, normalx_evidence
@@ -24,14 +26,7 @@ PRIOR = dict(m=0.0, C=0.5, a=2.0, b=0.05, Lambda=0.3, kappa=3.0)
 
 
 def _stats(d, J, n=200, eps=1.0, theta=None, seed=0):
-    rng = np.random.default_rng(seed)
-    theta = np.linspace(0.5, -0.3, d) if theta is None else np.asarray(theta)
-    X = 0.5 * rng.standard_normal((J * n, d))
-    y = X @ theta + 0.3 * rng.standard_normal(J * n)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return [bd.release(Xj, yj, epsilon=eps, delta=1e-5, x_bound=2.0, y_bound=2.0, seed=[seed, j], name=f"p{j}")
-                for j, (Xj, yj) in enumerate(bd.split_parties(X, y, J))]
+    return linear_stats(d, J, n, eps, 2.0, theta, seed)
 
 
 def test_log_cholesky_jacobian_matches_autodiff():

@@ -2,12 +2,13 @@
 inclusion Bayes factors, exact leave-one-party-out and ArviZ interoperability."""
 
 import math
-import warnings
 
 import arviz as az
 import numpy as np
 import pytest
 from scipy import integrate, stats as sps
+
+from _shared import linear_stats
 
 import bayes_dpreg as bd
 from bayes_dpreg.compare import compare, inclusion, log_evidence
@@ -17,14 +18,7 @@ PRIOR = dict(m=0.0, C=0.5, a=2.0, b=0.05, Lambda=1.0)
 
 
 def _stats(d, J=3, n=400, theta=None, eps=3.0, seed=0):
-    rng = np.random.default_rng(seed)
-    theta = np.linspace(0.5, -0.3, d) if theta is None else np.asarray(theta)
-    X = 0.5 * rng.standard_normal((J * n, d))
-    y = X @ theta + 0.3 * rng.standard_normal(J * n)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return [bd.release(Xj, yj, epsilon=eps, delta=1e-5, x_bound=3.0, y_bound=3.0, seed=[seed, j], name=f"p{j}")
-                for j, (Xj, yj) in enumerate(bd.split_parties(X, y, J))]
+    return linear_stats(d, J, n, eps, 3.0, theta, seed)
 
 
 def _brute_log_evidence(stats, prior, mask):

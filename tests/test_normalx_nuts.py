@@ -6,9 +6,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from _shared import exact_theta_moments
+
 import bayes_dpreg as bd
 from bayes_dpreg import kernels
-from bayes_dpreg.closed_form import collapsed_log_lik, party_terms, theta_conditional
 from bayes_dpreg.hierarchical import prior_dists
 from bayes_dpreg.prior import Prior
 from bayes_dpreg.samplers import normalx_nuts as nn
@@ -81,27 +82,8 @@ def test_recovers_the_exact_posterior_when_the_noise_vanishes():
     idata = bd.fit(stats, prior=prior, num_warmup=500, num_samples=1000, seed=1)
     assert idata.posterior.attrs["converged"] == 1
     pr = prior.resolve(2)
-    S = jnp.asarray(np.stack([Xj.T @ Xj for Xj, _ in bd.split_parties(X, y, 2)]))
-    z = jnp.asarray(np.stack([s.z for s in stats]))
-    sz2 = jnp.asarray([s.sigma_z**2 for s in stats])
-    Cinv = jnp.linalg.inv(jnp.asarray(pr.C))
-    grid = jnp.linspace(-12.0, 2.0, 4001)
-
-    def at(ls2):
-        s2 = jnp.exp(ls2)
-        t = party_terms(S, z, s2, sz2)
-        lw = collapsed_log_lik(t.U.sum(0), t.u.sum(0), t.c.sum(0), jnp.asarray(pr.m), Cinv, 4)
-        lw = lw + prior_dists(pr)["sigma2"].log_prob(s2) + ls2
-        post = theta_conditional(S, z, s2, sz2, jnp.asarray(pr.m), Cinv)
-        return lw, post.mean, post.cov
-
-    lw, means, covs = jax.vmap(at)(grid)
-    w = np.exp(np.asarray(lw) - np.max(lw))
-    w /= w.sum()
-    mean = (w[:, None] * np.asarray(means)).sum(0)
-    var = (w[:, None] * (np.diagonal(np.asarray(covs), axis1=1, axis2=2) + np.asarray(means) ** 2)).sum(0) - mean**2
+    mean, sd = exact_theta_moments(stats, pr)
     th = idata.posterior["theta"].values.reshape(-1, 2)
-    sd = np.sqrt(var)
     assert np.all(np.abs(th.mean(0) - mean) < 5 * sd / np.sqrt(1000)), (th.mean(0), mean, sd)
     np.testing.assert_allclose(th.std(0), sd, rtol=0.08)
 

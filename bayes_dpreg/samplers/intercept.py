@@ -36,7 +36,6 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import Array
 
 from ..closed_form import theta_conditional
@@ -44,7 +43,7 @@ from ..hierarchical import ModelData, intercept_design, model_data
 from ..linalg import from_log_cholesky, spd_inverse
 from ..prior import ResolvedPrior
 from . import normalx_nuts as nn
-from .base import ChainKernel, MethodResult, Sampler, run_chains
+from .base import ChainKernel, MethodResult, Sampler
 
 __all__ = ["IReference", "centred_data", "reference", "unpack", "log_density", "to_unconstrained", "KERNEL", "SAMPLER"]
 
@@ -180,42 +179,13 @@ KERNEL = ChainKernel(init, step, draws, nn.info, vectorize=False)
 
 
 def run(
-    st: Any,
-    pr: ResolvedPrior,
-    key: Array,
-    num_chains: int,
-    num_samples: int,
-    num_warmup: int,
-    **options: Any,
+    st: Any, pr: ResolvedPrior, key: Array, num_chains: int, num_samples: int, num_warmup: int, **options: Any
 ) -> MethodResult:
-    settings, rest = nn.settings(options, st.d, num_warmup)
-    thin, progress = rest.pop("thinning", 1), rest.pop("progress_bar", False)
-    if rest:
-        raise TypeError(f"unexpected keyword arguments {sorted(rest)}")
-    nn.check_settings(settings)
-    samples, stats = run_chains(
-        KERNEL,
-        model_data(st),
-        pr,
-        settings,
-        key,
-        num_chains=num_chains,
-        num_warmup=num_warmup,
-        num_samples=num_samples,
-        thin=thin,
-        progress_bar=progress,
-    )
-    stats["tree_depth"] = np.floor(np.log2(np.maximum(stats["n_steps"], 1))).astype(np.int64) + 1
-    attrs = {
-        "num_warmup": num_warmup,
-        "sampler": "NUTS (NumPyro), non-centred Sx_j = L W_j L^T and b_j, theta integrated out and drawn from eq. (12)",
-        "target_accept_prob": settings.target_accept_prob,
-        "max_tree_depth": settings.max_tree_depth,
-        "dense_mass": settings.dense_mass,
-        "divergences": int(stats["diverging"].sum()),
-        "model": "intercept with non-centred normal features (App. B.2); theta[0] is the intercept",
-    }
-    return MethodResult(samples, attrs, stats)
+    """``fit``'s entry point; options as :func:`~bayes_dpreg.samplers.normalx_nuts.run_nuts`."""
+    description = "NUTS (NumPyro), non-centred Sx_j = L W_j L^T and b_j, theta integrated out and drawn from eq. (12)"
+    res = nn.run_nuts(KERNEL, description, st, pr, key, num_chains, num_samples, num_warmup, **options)
+    res.attrs["model"] = "intercept with non-centred normal features (App. B.2); theta[0] is the intercept"
+    return res
 
 
 SAMPLER = Sampler(

@@ -78,6 +78,7 @@ __all__ = [
     "SAMPLER",
     "to_unconstrained",
     "settings",
+    "run_nuts",
 ]
 
 
@@ -321,7 +322,9 @@ def check_settings(settings: NutsSettings) -> None:
         raise ValueError(f"dense_mass must be 'auto', 'full', 'level' or 'diagonal', got {settings.dense_mass!r}")
 
 
-def run(
+def run_nuts(
+    kernel: ChainKernel,
+    description: str,
     st: Any,
     pr: ResolvedPrior,
     key: Array,
@@ -335,10 +338,12 @@ def run(
     thinning: int = 1,
     progress_bar: bool = False,
 ) -> MethodResult:
+    """Run a NUTS :class:`ChainKernel` of this module's kind (``normalx-nuts``, ``normalx-intercept``)
+    on stacked statistics; ArviZ's NUTS sample statistics and the settings in the attributes."""
     settings = NutsSettings(num_warmup, float(target_accept_prob), int(max_tree_depth), dense_mass)
     check_settings(settings)
     samples, stats = run_chains(
-        KERNEL,
+        kernel,
         model_data(st),
         pr,
         settings,
@@ -352,13 +357,21 @@ def run(
     stats["tree_depth"] = np.floor(np.log2(np.maximum(stats["n_steps"], 1))).astype(np.int64) + 1
     attrs = {
         "num_warmup": num_warmup,
-        "sampler": "NUTS (NumPyro), non-centred S_j = L W_j L^T, theta integrated out and drawn from eq. (12)",
+        "sampler": description,
         "target_accept_prob": target_accept_prob,
         "max_tree_depth": max_tree_depth,
         "dense_mass": dense_mass,
         "divergences": int(stats["diverging"].sum()),
     }
     return MethodResult(samples, attrs, stats)
+
+
+def run(
+    st: Any, pr: ResolvedPrior, key: Array, num_chains: int, num_samples: int, num_warmup: int, **options: Any
+) -> MethodResult:
+    """``fit``'s entry point; options as :func:`run_nuts`."""
+    description = "NUTS (NumPyro), non-centred S_j = L W_j L^T, theta integrated out and drawn from eq. (12)"
+    return run_nuts(KERNEL, description, st, pr, key, num_chains, num_samples, num_warmup, **options)
 
 
 SAMPLER = Sampler(

@@ -1,0 +1,49 @@
+"""Helpers shared by several test modules (imported as ``from _shared import ...``)."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import bayes_dpreg as bd
+from bayes_dpreg.closed_form import collapsed_log_lik, party_terms, theta_conditional
+from bayes_dpreg.hierarchical import prior_dists
+
+
+def linear_stats(d, J, n, eps, bound, theta=None, seed=0):
+    """``J`` parties' seeded releases of ``y = X theta + 0.3 e``, ``X ~ N(0, 0.25 I)``, ``n`` rows each."""
+    rng = np.random.default_rng(seed)
+    theta = np.linspace(0.5, -0.3, d) if theta is None else np.asarray(theta)
+    X = 0.5 * rng.standard_normal((J * n, d))
+    y = X @ theta + 0.3 * rng.standard_normal(J * n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [bd.release(Xj, yj, epsilon=eps, delta=1e-5, x_bound=bound, y_bound=bound, seed=[seed, j], name=f"p{j}")
+                for j, (Xj, yj) in enumerate(bd.split_parties(X, y, J))]
+
+
+def exact_theta_moments(stats, pr):
+    """Posterior mean and sd of theta when the released ``S~_j`` are exact: a scale mixture over
+    sigma_y^2 of eq. (12)'s Gaussians, by quadrature on a grid of log sigma_y^2 (weights: the IG
+    prior times the collapsed z~ likelihood, closed_form.collapsed_log_lik)."""
+    S = jnp.asarray(np.stack([s.S for s in stats]))
+    z = jnp.asarray(np.stack([s.z for s in stats]))
+    sz2 = jnp.asarray([s.sigma_z**2 for s in stats])
+    Cinv = jnp.linalg.inv(jnp.asarray(pr.C))
+    grid = jnp.linspace(-12.0, 2.0, 4001)
+
+    def at(ls2):
+        s2 = jnp.exp(ls2)
+        t = party_terms(S, z, s2, sz2)
+        lw = collapsed_log_lik(t.U.sum(0), t.u.sum(0), t.c.sum(0), jnp.asarray(pr.m), Cinv, z.size)
+        lw = lw + prior_dists(pr)["sigma2"].log_prob(s2) + ls2
+        post = theta_conditional(S, z, s2, sz2, jnp.asarray(pr.m), Cinv)
+        return lw, post.mean, post.cov
+
+    lw, means, covs = jax.vmap(at)(grid)
+    w = np.exp(np.asarray(lw) - np.max(lw))
+    w /= w.sum()
+    mean = (w[:, None] * np.asarray(means)).sum(0)
+    var = (w[:, None] * (np.diagonal(np.asarray(covs), axis1=1, axis2=2) + np.asarray(means) ** 2)).sum(0) - mean**2
+    return mean, np.sqrt(var)
