@@ -19,12 +19,11 @@ Columns:
   ``C x iterations``. Kernel methods run through the package's one chain driver
   (:func:`bayes_dpreg.samplers.run_chains`, compiled ``lax.scan`` chunks, keeping only
   ``theta`` on the host), chains vectorised with ``vmap``; NUTS (``normalx-nuts``,
-  ``vectorize=False``) runs its chains one after another through the same compiled function, so
+  ``normalx-intercept``, ``vectorize=False``) runs its chains one after another through the same compiled function, so
   its cost per chain-iteration does not fall with C ("seq." above 4 chains unless
   ``--sequential-chains``). With 1 and 4 chains the run is the method's default warm-up and
   draws; with more, ``--budget`` chain-iterations in all (at least one chunk of 100), split
-  between warm-up and draws in the same proportion. ``normalx-intercept`` runs NumPyro's
-  ``MCMC`` as its ``run`` does, timed on the second run of one ``MCMC`` object. A timing run
+  between warm-up and draws in the same proportion. A timing run
   projected (from fewer chains) to exceed ``--max-seconds`` is skipped ("skip").
 * **min bulk ESS/s (4 chains)**: the smallest bulk ESS (ArviZ) over the coefficients of
   ``theta`` of the 4-chain run, divided by its wall time after compilation (warm-up and
@@ -32,8 +31,7 @@ Columns:
 * **cold fit (s)**: in a new Python process, ``bd.fit(stats, method)`` with its defaults (4
   chains), the first fit (compilation included, no persistent compilation cache);
   **warm fit (s)**: a second ``fit`` in the same process on another data set of the same
-  shapes (compiles nothing, except ``normalx-intercept``: NumPyro's ``MCMC`` compiles on every
-  call). With ``--cache``, **cold fit, cache (s)**: the first fit of a
+  shapes (compiles nothing). With ``--cache``, **cold fit, cache (s)**: the first fit of a
   second process that reuses the persistent compilation cache the first one filled
   (``BAYES_DPREG_COMPILATION_CACHE``). The header gives the median ``import bayes_dpreg`` time.
 
@@ -154,31 +152,6 @@ def run_kernel(sampler, st, pr, chains: int, warmup: int, draws: int, seed: int)
     return t1 - t2, t2, theta
 
 
-def run_numpyro(sampler, st, pr, chains: int, warmup: int, draws: int, seed: int):
-    """Methods without a chain kernel (``normalx-intercept``) run NumPyro's ``MCMC``, built as the
-    method's ``run`` builds it; two runs of one ``MCMC`` object, the second reusing its compiled
-    sampler: (first - second, second, theta)."""
-    import jax
-    from numpyro.infer import MCMC
-
-    from bayes_dpreg.kernels import normalx_intercept_hmc
-    from bayes_dpreg.models import model_data
-
-    if sampler.name != "normalx-intercept":
-        raise ValueError(f"no timing recipe for {sampler.name!r}")
-    data = model_data(st)
-    mcmc = MCMC(normalx_intercept_hmc(data, pr), num_warmup=warmup, num_samples=draws, num_chains=chains,
-                chain_method=jax.vmap, progress_bar=False)  # as bayes_dpreg.samplers.intercept.run
-
-    def once(s):
-        mcmc.run(jax.random.key(s), data, pr)
-        return jax.block_until_ready(mcmc.get_samples(group_by_chain=True)["theta"])
-
-    t1, _ = _timed(once, seed)
-    t2, theta = _timed(once, seed + 1)
-    return t1 - t2, t2, theta
-
-
 def kernel_rows(method: str, d: int, J: int, args) -> dict:
     """Compile, us per chain-iteration at every chain count and ESS/s of one (method, d, J)."""
     sampler, st, pr = prepared(method, releases(method, d, J, seed=1))
@@ -206,8 +179,7 @@ def kernel_rows(method: str, d: int, J: int, args) -> dict:
         if per_prev is not None and per_prev * c * (w + n) > args.max_seconds:
             row[f"us_{c}"], row[f"note_{c}"] = None, "skip"
             continue
-        runner = run_kernel if sampler.kernel is not None else run_numpyro
-        compile_s, wall, theta = runner(sampler, st, pr, c, w, n, seed=10 * c)
+        compile_s, wall, theta = run_kernel(sampler, st, pr, c, w, n, seed=10 * c)
         per_prev = wall / (c * (w + n))
         row[f"us_{c}"] = per_prev * 1e6
         if "compile_s" not in row:  # the first compilation of this sampler in the process
