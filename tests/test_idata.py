@@ -87,3 +87,29 @@ def test_compare_and_ppc_plot(tmp_path):
 def test_point_estimate_has_no_likelihood():
     idata = _fit(_stats(bd.release_adassp), "adassp")
     assert "log_likelihood" not in idata.groups() and "observed_data" in idata.groups()
+
+
+def test_prior_groups_follow_the_resolved_prior():
+    """The prior group holds draws of the prior the fit used (theta ~ N(m, C), sigma2 ~ IG(a, b)),
+    and the prior predictive z~_j is N(S^_j theta, sigma2 S^_j + sigma_z^2 I) at S^_j = nearestPSD(S~_j):
+    its covariance over the prior is S^ C S^ + E[sigma2] S^ + sigma_z^2 I."""
+    from bayes_dpreg.release import stack_stats
+
+    stats = _stats()
+    prior = bd.Prior(m=[0.3, -0.2], C=0.5, a=4.0, b=0.6, Lambda=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = bd.fit(stats, "fixeds", prior=prior, num_samples=50, num_warmup=50, num_chains=2, seed=1)
+    pr = prior.resolve(2)
+    theta = idata.prior["theta"].values.reshape(-1, 2)
+    n = theta.shape[0]
+    assert np.all(np.abs(theta.mean(0) - pr.m) < 4 * np.sqrt(np.diag(pr.C) / n))
+    np.testing.assert_allclose(theta.var(0), np.diag(pr.C), rtol=0.2)
+    s2 = idata.prior["sigma2"].values.ravel()
+    assert abs(np.median(s2) - pr.b / 3.672) < 0.2 * pr.b / 3.672  # IG(4, b) median = b / 3.672
+    st = stack_stats(stats)
+    S = np.asarray(nearest_psd(st.S[0]))
+    z = idata.prior_predictive["z_tilde"].values.reshape(n, 3, 2)[:, 0]
+    cov = S @ pr.C @ S + pr.b / (pr.a - 1) * S + st.sigma_z[0] ** 2 * np.eye(2)
+    np.testing.assert_allclose(z.mean(0), S @ pr.m, atol=4 * np.sqrt(np.diag(cov) / n).max())
+    np.testing.assert_allclose(np.cov(z.T), cov, rtol=0.25)
