@@ -16,7 +16,8 @@ Columns:
   tracing and XLA compilation of the sampler in a fresh process (with more chains a vectorised
   kernel compiles again, about as long; NUTS, run chain by chain, does not).
 * **us / chain-iteration at C chains**: wall time of a run after compilation over
-  ``C x iterations``. Kernel methods run through the package's one chain driver
+  ``C x iterations`` (the CSV also has the process's CPU time, ``cpu_us_C``, which other
+  processes on a busy machine inflate less). Kernel methods run through the package's one chain driver
   (:func:`bayes_dpreg.samplers.run_chains`, compiled ``lax.scan`` chunks, keeping only
   ``theta`` on the host), chains vectorised with ``vmap``; NUTS (``normalx-nuts``,
   ``normalx-intercept``, ``vectorize=False``) runs its chains one after another through the same compiled function, so
@@ -115,9 +116,13 @@ def min_bulk_ess(theta) -> float:
     return float(az.ess(az.from_dict(posterior={"theta": theta}), method="bulk")["theta"].values.min())
 
 
+_LAST_CPU = [0.0]  # CPU seconds of the last _timed call (this process, all threads)
+
+
 def _timed(fn, *args, **kw):
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     out = fn(*args, **kw)
+    _LAST_CPU[0] = time.process_time() - c
     return time.perf_counter() - t, out
 
 
@@ -182,6 +187,7 @@ def kernel_rows(method: str, d: int, J: int, args) -> dict:
         compile_s, wall, theta = run_kernel(sampler, st, pr, c, w, n, seed=10 * c)
         per_prev = wall / (c * (w + n))
         row[f"us_{c}"] = per_prev * 1e6
+        row[f"cpu_us_{c}"] = _LAST_CPU[0] / (c * (w + n)) * 1e6  # the timed (second) run's CPU time
         if "compile_s" not in row:  # the first compilation of this sampler in the process
             row["compile_s"] = compile_s
         if c == ESS_CHAINS:
@@ -385,7 +391,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{name}.md").write_text("\n".join(lines) + "\n")
     fields = ["method", "d", "J", "warmup", "draws", "compile_s"]
-    fields += [f"{k}_{c}" for c in args.chains for k in ("us", "iters", "note")]
+    fields += [f"{k}_{c}" for c in args.chains for k in ("us", "cpu_us", "iters", "note")]
     fields += ["ess_bulk", "ess_per_s", "cold_fit_s", "warm_fit_s", "cold_fit_cache_s", "import_s", "error",
                "fit_error"]
     with open(args.out / f"{name}.csv", "w", newline="") as fh:
