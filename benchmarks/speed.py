@@ -374,14 +374,24 @@ def main(argv: list[str] | None = None) -> None:
                     if row.get("error") or row.get("fit_error"):
                         failed.setdefault(m, (d, J, row.get("error") or row.get("fit_error")))
                 rows.append(row)
-    wall = time.perf_counter() - t_start
+                write(rows, args, argv, name, t_start, load_start, complete=False)
+    lines = write(rows, args, argv, name, t_start, load_start, complete=True)
+    print("\n".join(lines))
+    print(f"wrote {args.out / name}.md and .csv")
 
+
+def write(rows: list[dict], args, argv: list[str], name: str, t_start: float, load_start: float,
+          complete: bool) -> list[str]:
+    """The Markdown and CSV files of the rows so far (rewritten after every row, so that an
+    interrupted run leaves what it measured)."""
+    wall = time.perf_counter() - t_start
     head = header(args, argv)
     imports = [r["import_s"] for r in rows if r.get("import_s")]
     if imports:
         head.append(f"- `import bayes_dpreg` in the fit processes: median {statistics.median(imports):.1f} s")
-    head.append(f"- wall time of this run: {wall / 60:.1f} min; load average (1 min) {load_start:.1f} at the start, "
-                f"{os.getloadavg()[0]:.1f} at the end ({os.cpu_count()} CPUs: above that, other processes shared them)")
+    head.append(f"- wall time of this run: {wall / 60:.1f} min{'' if complete else ' so far (incomplete)'}; load "
+                f"average (1 min) {load_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
+                f"({os.cpu_count()} CPUs: above that, other processes shared them)")
     lines = [f"# Speed of the samplers ({name})", "", *head, "", *table(rows, args.chains, not args.no_fit, args.cache), ""]
     lines += ["seq.: NUTS runs its chains one after another (`vectorize=False`): the cost per chain-iteration "
               "is that of 1 chain. skip: projected beyond --max-seconds. exact: closed form, no chain. —: not "
@@ -398,8 +408,7 @@ def main(argv: list[str] | None = None) -> None:
         w = csv.DictWriter(fh, fields, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
-    print("\n".join(lines))
-    print(f"wrote {args.out / name}.md and .csv")
+    return lines
 
 
 if __name__ == "__main__":
