@@ -1,0 +1,107 @@
+"""Where a cold ``bd.fit`` spends its time: one fit in this (fresh) process, profiled with cProfile,
+on the paper's simulation (the data of ``benchmarks/speed.py``).
+
+    python benchmarks/profile_fit.py                      # normalx-nuts, d = 5, J = 5
+    python benchmarks/profile_fit.py --method fixeds --d 2 --J 1 --out docs/results/speed
+
+Prints the fit's wall time split into XLA compilation (every ``backend_compile`` call, and how
+many), tracing and lowering to XLA, the chain driver's run after compilation, building the
+``InferenceData`` (predictive and prior groups) and importing ArviZ, plus the profile's top
+entries by cumulative time. cProfile adds some overhead to Python-heavy parts (tracing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import platform
+import pstats
+import sys
+import time
+import warnings
+from pathlib import Path
+
+from _machine import cpu_model
+
+PARTS = {  # label -> (file fragment, function name) in the profile
+    "fit (total)": ("bayes_dpreg/inference.py", "fit"),
+    "  chain driver (run_chains)": ("bayes_dpreg/samplers/base.py", "run_chains"),
+    "    chunks of iterations (_advance_all; compilation of the step included)": (
+        "bayes_dpreg/samplers/base.py",
+        "_advance_all",
+    ),
+    "  InferenceData (idata.build)": ("bayes_dpreg/idata.py", "build"),
+    "    prior and prior predictive": ("bayes_dpreg/idata.py", "_prior_groups"),
+    "    log-likelihood and posterior predictive": ("bayes_dpreg/idata.py", "_predictive_groups"),
+    "  import arviz": ("arviz/__init__.py", "<module>"),
+    "XLA compilation (all programs)": ("jax/_src/compiler.py", "backend_compile_and_load"),
+    "tracing to jaxpr": ("jax/_src/interpreters/partial_eval.py", "trace_to_jaxpr"),
+    "lowering to XLA": ("jax/_src/interpreters/pxla.py", "lower_sharding_computation"),
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--method", default="normalx-nuts")
+    ap.add_argument("--d", type=int, default=5)
+    ap.add_argument("--J", type=int, default=5)
+    ap.add_argument("--out", type=Path, default=None, help="also write profile_fit_{method}_d{d}_J{J}.md here")
+    args = ap.parse_args(argv)
+    t_import = time.perf_counter()
+    import jax
+
+    import bayes_dpreg as bd
+
+    t_import = time.perf_counter() - t_import
+    bd.configure_threads()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import speed
+
+    stats = speed.releases(args.method, args.d, args.J, 1)
+    prof = cProfile.Profile()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = time.perf_counter()
+        prof.enable()
+        bd.fit(stats, args.method, seed=0)
+        prof.disable()
+        wall = time.perf_counter() - t
+    stats_ = pstats.Stats(prof)
+    found = {}
+    for (file, _, func), (_, ncalls, _, cum, _) in stats_.stats.items():  # type: ignore[attr-defined]
+        for label, (frag, name) in PARTS.items():
+            if file.endswith(frag) and func == name:
+                n, c = found.get(label, (0, 0.0))
+                # nested calls of the same function count once: keep the largest cumulative time
+                found[label] = (n + ncalls, max(c, cum))
+    lines = [
+        f"# A cold fit, profiled ({args.method}, d = {args.d}, J = {args.J})",
+        "",
+        f"command: `python benchmarks/profile_fit.py --method {args.method} --d {args.d} --J {args.J}`",
+        "",
+        f"- machine: {cpu_model()}, {os.cpu_count()} CPUs, {platform.system()} {platform.machine()}; "
+        f"jax {jax.__version__} ({jax.default_backend()}), bayes_dpreg {bd.__version__}; XLA CPU threads "
+        f"NPROC={os.environ.get('NPROC', 'unset')}",
+        f"- `import bayes_dpreg` {t_import:.1f} s (before the profile); the fit under cProfile: {wall:.1f} s "
+        "(default settings: 4 chains, the method's default warm-up and draws); no persistent compilation cache",
+        "",
+        "| part | calls | seconds |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {label} | {found[label][0]} | {found[label][1]:.2f} |" for label in PARTS if label in found]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(25)
+    print(buf.getvalue(), file=sys.stderr)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        path = args.out / f"profile_fit_{args.method}_d{args.d}_J{args.J}.md"
+        path.write_text(text)
+        print(f"wrote {path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
