@@ -28,6 +28,10 @@ __all__ = [
     "theta_conditional_from_terms",
     "PartyTerms",
     "party_terms",
+    "EigenParties",
+    "eigen_parties",
+    "party_terms_eigen",
+    "log_lik_z_eigen",
     "collapsed_log_lik",
     "fast_posterior",
     "NIGPosterior",
@@ -79,6 +83,43 @@ def party_terms(S: Array, z: Array, sigma2: Array, sigma_z2: Array) -> PartyTerm
     u = jnp.einsum("...ki,...k->...i", W, w)
     c = 2.0 * jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)).sum(-1) + (w * w).sum(-1)
     return PartyTerms(U, u, c)
+
+
+class EigenParties(NamedTuple):
+    """Fixed Gram matrices through their eigendecompositions, ``S_j = V_j diag(lam_j) V_j^T``,
+    with the released ``z~_j`` in each eigenbasis, ``y_j = V_j^T z~_j`` (MCMC-fixedS's ``S_j``
+    never change, so the factorisation is done once instead of every iteration)."""
+
+    V: Array  # (J, d, d)
+    lam: Array  # (J, d)
+    y: Array  # (J, d)
+
+
+def eigen_parties(S: Array, z: Array) -> EigenParties:
+    """:class:`EigenParties` of symmetric ``S_j`` and ``z_j``."""
+    lam, V = jnp.linalg.eigh(S)
+    return EigenParties(V, lam, jnp.einsum("...ki,...k->...i", V, z))
+
+
+def party_terms_eigen(E: EigenParties, sigma2: Array, sigma_z2: Array) -> PartyTerms:
+    """:func:`party_terms` from :class:`EigenParties`, without a factorisation: ``A_j = sigma_y^2 S_j
+    + sigma_z,j^2 I`` has eigenvalues ``a_j = sigma_y^2 lam_j + sigma_z,j^2`` in the basis ``V_j``, so
+    ``U_j = V_j diag(lam_j^2 / a_j) V_j^T``, ``u_j = V_j (lam_j y_j / a_j)`` and
+    ``c_j = sum log a_j + sum y_j^2 / a_j``."""
+    a = sigma2 * E.lam + sigma_z2[..., None]
+    U = jnp.einsum("...ik,...k,...lk->...il", E.V, E.lam**2 / a, E.V)
+    u = jnp.einsum("...ik,...k->...i", E.V, E.lam * E.y / a)
+    c = jnp.log(a).sum(-1) + (E.y**2 / a).sum(-1)
+    return PartyTerms(U, u, c)
+
+
+def log_lik_z_eigen(E: EigenParties, theta: Array, sigma2: Array, sigma_z2: Array) -> Array:
+    """``sum_j log N(z~_j; S_j theta, sigma_y^2 S_j + sigma_z,j^2 I)``
+    (:func:`bayes_dpreg.hierarchical.log_lik_z`) from :class:`EigenParties`: in the basis ``V_j`` the
+    residual is ``y_j - lam_j (V_j^T theta)`` and the covariance ``diag(a_j)``."""
+    a = sigma2 * E.lam + sigma_z2[..., None]
+    r = E.y - E.lam * jnp.einsum("...ik,i->...k", E.V, theta)
+    return -0.5 * (a.size * jnp.log(2.0 * jnp.pi) + jnp.log(a).sum() + (r**2 / a).sum())
 
 
 def collapsed_log_lik(U_sum: Array, u_sum: Array, c_sum: Array, m: Array, C_inv: Array, num_obs: int | Array) -> Array:

@@ -30,6 +30,7 @@ import numpyro.distributions as dist
 from jax import Array
 from numpyro.infer.util import log_density
 
+from .closed_form import EigenParties, eigen_parties
 from .linalg import nearest_psd
 from .prior import ResolvedPrior
 from .release import StackedStats
@@ -66,6 +67,7 @@ class ModelData(NamedTuple):
     sigma_S: Array  # (J,)
     sigma_z: Array  # (J,)
     y_bound: Array  # () largest declared |y| bound, for initialisation
+    eig: EigenParties | None = None  # fixedS only: the fixed S_j's eigendecompositions (fixeds_data)
 
 
 def model_data(st: StackedStats) -> ModelData:
@@ -182,8 +184,10 @@ def fixeds_model(data: ModelData, prior: ResolvedPrior, observe: bool = True) ->
 
 
 def fixeds_data(data: ModelData) -> ModelData:
-    """Replace ``S~_j`` by the fixed estimate ``nearestPSD(S~_j)`` (Higham; Sec. 4.2)."""
-    return data._replace(S_tilde=nearest_psd(data.S_tilde))
+    """Replace ``S~_j`` by the fixed estimate ``nearestPSD(S~_j)`` (Higham; Sec. 4.2), with its
+    eigendecompositions for MCMC-fixedS's kernel."""
+    S = nearest_psd(data.S_tilde)
+    return data._replace(S_tilde=S, eig=eigen_parties(S, data.z_tilde))
 
 
 def intercept_design(b: Array, Sx: Array, n: Array) -> Array:

@@ -64,7 +64,14 @@ from jax import Array
 from jax.scipy.linalg import solve_triangular
 from numpyro.infer.mcmc import MCMCKernel
 
-from .closed_form import collapsed_log_lik, party_terms, theta_conditional
+from .closed_form import (
+    collapsed_log_lik,
+    eigen_parties,
+    log_lik_z_eigen,
+    party_terms,
+    party_terms_eigen,
+    theta_conditional_from_terms,
+)
 from .hierarchical import (
     ModelData,
     S_prior_dist,
@@ -193,9 +200,39 @@ def _robbins_monro(
     return jnp.where((iteration >= start) & (iteration < settings.num_warmup), adapted, log_x)
 
 
-def _log_target_sigma2(log_s2: Array, S: Array, theta: Array, data: ModelData, pr: ResolvedPrior) -> Array:
+class _GivenS(NamedTuple):
+    """The ``z~`` likelihood given the Gram matrices, as functions of ``sigma_y^2`` (and ``theta``):
+    ``terms(sigma2)`` (:class:`~bayes_dpreg.closed_form.PartyTerms`) and ``log_lik(theta, sigma2)``."""
+
+    terms: Any
+    log_lik: Any
+    num_obs: int
+
+
+def _given_S(S: Array, data: ModelData) -> _GivenS:
+    """Given sampled ``S_j`` (Cholesky factorisations per call)."""
+    return _GivenS(
+        lambda s2: party_terms(S, data.z_tilde, s2, data.sigma_z**2),
+        lambda th, s2: log_lik_z(S, th, s2, data),
+        data.z_tilde.size,
+    )
+
+
+def _given_fixed_S(data: ModelData) -> _GivenS:
+    """Given MCMC-fixedS's fixed ``S_j``, through their eigendecompositions (``data.eig``, from
+    :func:`~bayes_dpreg.hierarchical.fixeds_data`; computed here when absent)."""
+    E = data.eig if data.eig is not None else eigen_parties(data.S_tilde, data.z_tilde)
+    sz2 = data.sigma_z**2
+    return _GivenS(
+        lambda s2: party_terms_eigen(E, s2, sz2),
+        lambda th, s2: log_lik_z_eigen(E, th, s2, sz2),
+        data.z_tilde.size,
+    )
+
+
+def _log_target_sigma2(log_s2: Array, lik: _GivenS, theta: Array, pr: ResolvedPrior) -> Array:
     s2 = jnp.exp(log_s2)
-    return prior_dists(pr)["sigma2"].log_prob(s2) + log_lik_z(S, theta, s2, data) + log_s2
+    return prior_dists(pr)["sigma2"].log_prob(s2) + lik.log_lik(theta, s2) + log_s2
 
 
 def _sigma2_move(key: Array, sigma2: Array, log_step: Array, log_target) -> tuple[Array, Array]:
@@ -207,10 +244,9 @@ def _sigma2_move(key: Array, sigma2: Array, log_step: Array, log_target) -> tupl
     return jnp.where(accept, jnp.exp(prop), sigma2), prob
 
 
-def _theta_draw(key: Array, S: Array, sigma2: Array, data: ModelData, pr: ResolvedPrior) -> Array:
-    post = theta_conditional(
-        S, data.z_tilde, sigma2, data.sigma_z**2, jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C))
-    )
+def _theta_draw(key: Array, lik: _GivenS, sigma2: Array, pr: ResolvedPrior) -> Array:
+    """``theta | S, sigma_y^2`` (eq. 12)."""
+    post = theta_conditional_from_terms(lik.terms(sigma2), jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C)))
     return post.sample(key)
 
 
@@ -445,18 +481,22 @@ def _noncentred_move(
     return _congruence_mh(jax.random.fold_in(key, 1), cur, G, dlog_diag.sum(), weights @ dlog_diag, sigma2, data, pr)
 
 
-def _log_target_sigma2_collapsed(log_s2: Array, S: Array, data: ModelData, pr: ResolvedPrior) -> Array:
+def _log_target_sigma2_collapsed(log_s2: Array, lik: _GivenS, pr: ResolvedPrior) -> Array:
     s2 = jnp.exp(log_s2)
-    return prior_dists(pr)["sigma2"].log_prob(s2) + _collapsed_lik(S, s2, data, pr) + log_s2
+    t = lik.terms(s2)
+    return (
+        prior_dists(pr)["sigma2"].log_prob(s2)
+        + _collapsed(t.U.sum(0), t.u.sum(0), t.c.sum(0), pr, lik.num_obs)
+        + log_s2
+    )
 
 
 def _update_theta_sigma2(
     key: Array,
-    S: Array,
+    lik: _GivenS,
     theta: Array,
     sigma2: Array,
     log_step: Array,
-    data: ModelData,
     pr: ResolvedPrior,
     settings: Settings,
 ) -> tuple[Array, Array, Array]:
@@ -464,13 +504,13 @@ def _update_theta_sigma2(
     theta exactly) or as in Algorithms 1-2 (theta exactly, then sigma2 given theta)."""
     k_th, k_s2 = jax.random.split(key)
     if not settings.update_sigma2:
-        return _theta_draw(k_th, S, sigma2, data, pr), sigma2, jnp.ones_like(sigma2)
+        return _theta_draw(k_th, lik, sigma2, pr), sigma2, jnp.ones_like(sigma2)
     if settings.collapse_theta:
-        sigma2, acc = _sigma2_move(k_s2, sigma2, log_step, lambda v: _log_target_sigma2_collapsed(v, S, data, pr))
-        theta = _theta_draw(k_th, S, sigma2, data, pr)
+        sigma2, acc = _sigma2_move(k_s2, sigma2, log_step, lambda v: _log_target_sigma2_collapsed(v, lik, pr))
+        theta = _theta_draw(k_th, lik, sigma2, pr)
     else:
-        theta = _theta_draw(k_th, S, sigma2, data, pr)
-        sigma2, acc = _sigma2_move(k_s2, sigma2, log_step, lambda v: _log_target_sigma2(v, S, theta, data, pr))
+        theta = _theta_draw(k_th, lik, sigma2, pr)
+        sigma2, acc = _sigma2_move(k_s2, sigma2, log_step, lambda v: _log_target_sigma2(v, lik, theta, pr))
     return theta, sigma2, acc
 
 
@@ -529,7 +569,7 @@ def normalx_init(rng_key: Array, data: ModelData, pr: ResolvedPrior, settings: S
     k_sx, k_th, k_s2, k_next = jax.random.split(rng_key, 4)
     S = initial_S(data)
     sigma2 = data.y_bound / 3.0 * jnp.exp(0.5 * jax.random.normal(k_s2, dtype=S.dtype))
-    theta = _theta_draw(k_th, S, sigma2, data, pr)
+    theta = _theta_draw(k_th, _given_S(S, data), sigma2, pr)
     z = {"S": S, "Sigma_x": _sigma_x_draw(k_sx, S, data, pr), "theta": theta, "sigma2": sigma2}
     log_alpha = jnp.log(jnp.maximum(data.n * (d * (d + 1) / 2.0) / 2.38**2, d + 1.0))
     zero = jnp.zeros((), S.dtype)
@@ -566,7 +606,9 @@ def normalx_step(
             S, Sigma_x, adapt, acc_level = _level_moves(k_lv, S, Sigma_x, z["sigma2"], adapt, it, data, pr, settings)
     else:
         S, acc_S = _S_move(k_S, z["S"], adapt.log_alpha, z["theta"], z["sigma2"], Sigma_x, data)
-    theta, sigma2, acc_s2 = _update_theta_sigma2(k_ts, S, z["theta"], z["sigma2"], adapt.log_step, data, pr, settings)
+    theta, sigma2, acc_s2 = _update_theta_sigma2(
+        k_ts, _given_S(S, data), z["theta"], z["sigma2"], adapt.log_step, pr, settings
+    )
     log_alpha = _robbins_monro(adapt.log_alpha, acc_S, settings.target_accept_S, it, settings, -1.0)
     adapt = adapt._replace(
         log_alpha=jnp.maximum(log_alpha, jnp.log(d + 1.0)),  # a Wishart needs alpha > d - 1
@@ -601,7 +643,7 @@ def fixeds_step(state: FixedSState, data: ModelData, pr: ResolvedPrior, settings
     """One iteration of MCMC-fixedS (Algorithm 2)."""
     key, k_ts = jax.random.split(state.rng_key)
     theta, sigma2, acc = _update_theta_sigma2(
-        k_ts, data.S_tilde, state.z["theta"], state.z["sigma2"], state.log_step, data, pr, settings
+        k_ts, _given_fixed_S(data), state.z["theta"], state.z["sigma2"], state.log_step, pr, settings
     )
     log_step = _robbins_monro(state.log_step, acc, settings.target_accept_sigma2, state.iteration, settings, 1.0)
     return FixedSState({"theta": theta, "sigma2": sigma2}, log_step, FixedSInfo(acc), state.iteration + 1, key)

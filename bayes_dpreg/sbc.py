@@ -24,6 +24,7 @@ import numpyro.distributions as dist
 from jax import Array
 from scipy.stats import chi2
 
+from .closed_form import eigen_parties
 from .hierarchical import ModelData, intercept_design, prior_dists
 from .precision import x64
 from .prior import ResolvedPrior
@@ -59,7 +60,8 @@ def simulate_from_prior(
     S_tilde = S if fixed_S else S + sigma_S[:, None, None] * _sym_noise(k[5], J, d, S.dtype)
     z_tilde = z + sigma_z[:, None] * jax.random.normal(k[6], (J, d), S.dtype)
     params = {"theta": theta, "sigma2": sigma2, "Sigma_x": Sigma_x, "S": S}
-    data = ModelData(S_tilde, z_tilde, n.astype(S.dtype), sigma_S, sigma_z, jnp.asarray(3.0, S.dtype))
+    eig = eigen_parties(S, z_tilde) if fixed_S else None  # what fixeds_data gives MCMC-fixedS
+    data = ModelData(S_tilde, z_tilde, n.astype(S.dtype), sigma_S, sigma_z, jnp.asarray(3.0, S.dtype), eig)
     return params, data
 
 

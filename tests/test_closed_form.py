@@ -139,3 +139,28 @@ def test_adassp_formulas():
     z = np.array([[1.0, 2.0], [3.0, 4.0]])
     np.testing.assert_allclose(adassp_estimate(jnp.asarray(S), jnp.asarray(z), jnp.array([1.0, 1.0])),
                                np.array([4.0, 6.0]) / 6.0)
+
+
+def test_eigen_party_terms_equal_the_cholesky_ones():
+    """MCMC-fixedS's eigenbasis forms of the party terms and of the z~ log-likelihood equal the
+    Cholesky forms, for PSD S_j with a zero eigenvalue (nearestPSD's output) and with entries of order 1e5."""
+    from bayes_dpreg.closed_form import eigen_parties, log_lik_z_eigen, party_terms, party_terms_eigen
+    from bayes_dpreg.hierarchical import ModelData, log_lik_z
+
+    rng = np.random.default_rng(3)
+    J, d = 3, 4
+    X = rng.normal(size=(J, 50, d))
+    S = np.einsum("jni,jnk->jik", X, X) * 2e3
+    S[0] = nearest_psd(jnp.asarray(_sym(rng, d) * 1e4))  # has zero eigenvalues
+    z = rng.normal(size=(J, d)) * 1e4
+    sz = np.array([30.0, 5.0, 100.0])
+    theta = rng.normal(size=d)
+    E = eigen_parties(jnp.asarray(S), jnp.asarray(z))
+    data = ModelData(jnp.asarray(S), jnp.asarray(z), jnp.full(J, 50.0), jnp.ones(J), jnp.asarray(sz), jnp.asarray(1.0))
+    for s2 in (0.01, 0.7, 30.0):
+        want = party_terms(jnp.asarray(S), jnp.asarray(z), s2, jnp.asarray(sz**2))
+        got = party_terms_eigen(E, s2, jnp.asarray(sz**2))
+        for w, g in zip(want, got):
+            np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-9 * np.abs(w).max())
+        ll = log_lik_z(jnp.asarray(S), jnp.asarray(theta), s2, data)
+        assert float(log_lik_z_eigen(E, jnp.asarray(theta), s2, jnp.asarray(sz**2))) == pytest.approx(float(ll), rel=1e-10)
