@@ -1,18 +1,34 @@
-"""JAX's persistent compilation cache for the samplers, on request.
+"""JAX's persistent compilation cache for the samplers: on by default, opt-out.
 
-Compiling a sampler takes most of a first fit (about 10 of 15 s for ``normalx-nuts`` at
-d = 5, J = 5 on 2 cores; ``benchmarks/speed.py --cache``); with JAX's persistent compilation
-cache a new process reuses the programs compiled by earlier ones (5-6 s a fit instead of
-15). It is **off by default**: with jaxlib 0.10.2 on CPU, writing one of the test suite's
-programs to the cache crashed the process (a segmentation fault inside
-``compilation_cache.put_executable_and_time``, while numpyro's ``Predictive`` compiled a
-``lax.map``), so the package does not turn on a feature that can kill a user's session.
+Compiling a sampler takes most of a first fit (6.6 s of XLA compilation in a cold
+``normalx-nuts`` fit at d = 5, J = 5 on 2 cores; ``python benchmarks/profile_fit.py``). With
+JAX's persistent compilation cache a new process loads the programs compiled by earlier
+ones instead: 5.9 s a fit instead of 13.0 s, and 2.0 s instead of 4.6 s for ``fixeds``
+(``python benchmarks/speed.py --methods normalx-nuts fixeds --dims 5 --parties 5 --chains 1 4
+--cache --name speed_cache_d5_J5``, ``docs/results/speed/speed_cache_d5_J5.md``); tracing,
+lowering, building the InferenceData and sampling remain.
 
-Opt in with the environment variable ``BAYES_DPREG_COMPILATION_CACHE=1`` (the directory
-``platformdirs.user_cache_dir("bayes_dpreg")/jax``, on Linux ``~/.cache/bayes_dpreg/jax``)
-or ``BAYES_DPREG_COMPILATION_CACHE=/some/dir``; :func:`bayes_dpreg.fit` then turns it on
-once per process, unless JAX already has a cache configured. Nothing happens at
-``import bayes_dpreg``. :func:`compilation_cache_dir` tells which directory is in use.
+:func:`bayes_dpreg.fit` turns the cache on once per process (nothing happens at
+``import bayes_dpreg``), in ``platformdirs.user_cache_dir("bayes_dpreg")/jax`` (on Linux
+``~/.cache/bayes_dpreg/jax``), every program whatever its compile time (a fit's 50-odd
+programs take about 1 MB), the directory capped at 1 GiB (JAX evicts the least recently
+used entries beyond it). Control it with the environment variable
+``BAYES_DPREG_COMPILATION_CACHE``:
+
+- ``0`` / ``off`` / ``false`` / ``no``: no persistent cache;
+- a directory: the cache lives there;
+- unset, empty, ``1`` / ``on``: the default directory.
+
+A cache configured by the caller (``jax.config.update("jax_compilation_cache_dir", ...)``
+or ``JAX_COMPILATION_CACHE_DIR``) is left as it is. If the directory cannot be created (a
+read-only home), fits run without the cache. :func:`compilation_cache_dir` tells which
+directory is in use.
+
+History: an earlier session kept the cache off after a segmentation fault inside JAX's
+``put_executable_and_time`` in a test process. The same test file later aborted XLA's
+compiler when the process passed the kernel's ``vm.max_map_count`` (every XLA CPU
+executable holds its own memory mappings; ``tests/conftest.py``), which is the likely cause of
+both; with the map count kept in check the whole suite ran with the cache on.
 """
 
 from __future__ import annotations
@@ -20,9 +36,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["enable_compilation_cache", "compilation_cache_dir", "ENV"]
+__all__ = ["enable_compilation_cache", "compilation_cache_dir", "cache_setting", "ENV"]
 
 ENV = "BAYES_DPREG_COMPILATION_CACHE"
+MAX_SIZE_BYTES = 1 << 30
+_OFF = ("0", "off", "false", "no")
+_DEFAULT = ("", "1", "on", "true", "yes")
 _done = False
 
 
@@ -32,27 +51,34 @@ def _default_dir() -> Path:
     return Path(platformdirs.user_cache_dir("bayes_dpreg")) / "jax"
 
 
+def cache_setting() -> Path | None:
+    """The directory ``BAYES_DPREG_COMPILATION_CACHE`` asks for (``None``: the cache is off)."""
+    setting = os.environ.get(ENV, "").strip()
+    if setting.lower() in _OFF:
+        return None
+    return _default_dir() if setting.lower() in _DEFAULT else Path(setting).expanduser()
+
+
 def enable_compilation_cache() -> str | None:
     """Turn the cache on (idempotent); returns the directory in use, or ``None`` when off."""
     global _done
     import jax
 
-    if _done:
+    if _done or jax.config.jax_compilation_cache_dir:  # type: ignore[attr-defined]
+        _done = True  # the caller's own setting wins
         return jax.config.jax_compilation_cache_dir  # type: ignore[attr-defined]
     _done = True
-    # the caller's own setting wins
-    if jax.config.jax_compilation_cache_dir:  # type: ignore[attr-defined]
-        return jax.config.jax_compilation_cache_dir  # type: ignore[attr-defined]
-    setting = os.environ.get(ENV, "").strip()
-    if setting.lower() in ("", "0", "off", "false", "no"):
+    path = cache_setting()
+    if path is None:
         return None
-    path = _default_dir() if setting.lower() in ("1", "on", "true", "yes") else Path(setting)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError:  # a read-only home: run without the cache
         return None
     jax.config.update("jax_compilation_cache_dir", str(path))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    jax.config.update("jax_compilation_cache_max_size", MAX_SIZE_BYTES)
     return str(path)
 
 

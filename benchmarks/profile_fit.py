@@ -8,6 +8,8 @@ Prints the fit's wall time split into XLA compilation (every ``backend_compile``
 many), tracing and lowering to XLA, the chain driver's run after compilation, building the
 ``InferenceData`` (predictive and prior groups) and importing ArviZ, plus the profile's top
 entries by cumulative time. cProfile adds some overhead to Python-heavy parts (tracing).
+A cold fit means no persistent compilation cache (``BAYES_DPREG_COMPILATION_CACHE=0`` unless
+the variable is set).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--J", type=int, default=5)
     ap.add_argument("--out", type=Path, default=None, help="also write profile_fit_{method}_d{d}_J{J}.md here")
     args = ap.parse_args(argv)
+    os.environ.setdefault("BAYES_DPREG_COMPILATION_CACHE", "0")
     t_import = time.perf_counter()
     import jax
 

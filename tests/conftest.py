@@ -13,6 +13,15 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _compilation_cache(tmp_path_factory):
+    """The suite runs with JAX's persistent compilation cache on, as a user's fits do
+    (``bayes_dpreg.cache``), in a directory of its own rather than the user's cache;
+    subprocesses inherit it. A value already set (e.g. ``0``) is kept."""
+    os.environ.setdefault("BAYES_DPREG_COMPILATION_CACHE", str(tmp_path_factory.mktemp("jaxcache")))
+    yield
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """``../shared/data`` beside the checkout; required in CI, skipped elsewhere if absent."""

@@ -1,4 +1,5 @@
-"""The persistent compilation cache: off by default, on (in the directory given) on request."""
+"""The persistent compilation cache: on by default in the user cache directory, in the directory
+given, off on request; nothing at import."""
 
 import os
 import subprocess
@@ -19,8 +20,10 @@ print(compilation_cache_dir())
 """
 
 
-def _run(env_value):
+def _run(env_value, home=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION_CACHE", "BAYES_DPREG"))}
+    if home is not None:  # platformdirs' user cache directory on Linux
+        env["XDG_CACHE_HOME"] = str(home)
     if env_value is not None:
         env["BAYES_DPREG_COMPILATION_CACHE"] = env_value
     out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, check=True)
@@ -33,6 +36,23 @@ def test_fit_fills_the_cache_directory_given(tmp_path):
     assert any(cache.iterdir()), "no compiled program was cached"
 
 
-def test_cache_is_off_unless_asked():
-    assert _run(None) == "None"
-    assert _run("0") == "None"
+def test_cache_is_on_by_default_in_the_user_cache_directory(tmp_path):
+    expected = tmp_path / "bayes_dpreg" / "jax"
+    for value in (None, "", "1"):
+        assert _run(value, home=tmp_path) == str(expected)
+    assert any(expected.iterdir()), "no compiled program was cached"
+
+
+def test_cache_is_off_when_asked(tmp_path):
+    for value in ("0", "off", "false"):
+        assert _run(value, home=tmp_path) == "None"
+    assert not (tmp_path / "bayes_dpreg").exists()
+
+
+def test_a_cache_the_caller_configured_is_kept(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION_CACHE", "BAYES_DPREG"))}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "home"), JAX_COMPILATION_CACHE_DIR=str(tmp_path / "own"))
+    out = subprocess.run([sys.executable, "-c", CHILD.replace("assert compilation_cache_dir() is None", "")],
+                         env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == str(tmp_path / "own")
+    assert not (tmp_path / "home" / "bayes_dpreg").exists()
