@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["enable_compilation_cache", "compilation_cache_dir", "cache_setting", "ENV"]
+__all__ = ["enable_compilation_cache", "compilation_cache_dir", "ENV"]
 
 ENV = "BAYES_DPREG_COMPILATION_CACHE"
 MAX_SIZE_BYTES = 1 << 30
@@ -51,7 +51,7 @@ def _default_dir() -> Path:
     return Path(platformdirs.user_cache_dir("bayes_dpreg")) / "jax"
 
 
-def cache_setting() -> Path | None:
+def _cache_setting() -> Path | None:
     """The directory ``BAYES_DPREG_COMPILATION_CACHE`` asks for (``None``: the cache is off)."""
     setting = os.environ.get(ENV, "").strip()
     if setting.lower() in _OFF:
@@ -68,7 +68,7 @@ def enable_compilation_cache() -> str | None:
         _done = True  # the caller's own setting wins
         return jax.config.jax_compilation_cache_dir  # type: ignore[attr-defined]
     _done = True
-    path = cache_setting()
+    path = _cache_setting()
     if path is None:
         return None
     try:

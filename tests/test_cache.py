@@ -20,13 +20,14 @@ print(compilation_cache_dir())
 """
 
 
-def _run(env_value, home=None):
+def _run(env_value, home=None, code=CHILD, **extra_env):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION_CACHE", "BAYES_DPREG"))}
     if home is not None:  # platformdirs' user cache directory on Linux
         env["XDG_CACHE_HOME"] = str(home)
     if env_value is not None:
         env["BAYES_DPREG_COMPILATION_CACHE"] = env_value
-    out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, check=True)
+    env.update(extra_env)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     return out.stdout.strip().splitlines()[-1]
 
 
@@ -50,9 +51,7 @@ def test_cache_is_off_when_asked(tmp_path):
 
 
 def test_a_cache_the_caller_configured_is_kept(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION_CACHE", "BAYES_DPREG"))}
-    env.update(XDG_CACHE_HOME=str(tmp_path / "home"), JAX_COMPILATION_CACHE_DIR=str(tmp_path / "own"))
-    out = subprocess.run([sys.executable, "-c", CHILD.replace("assert compilation_cache_dir() is None", "")],
-                         env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.strip().splitlines()[-1] == str(tmp_path / "own")
+    code = CHILD.replace("assert compilation_cache_dir() is None", "")
+    own = str(tmp_path / "own")
+    assert _run(None, home=tmp_path / "home", code=code, JAX_COMPILATION_CACHE_DIR=own) == own
     assert not (tmp_path / "home" / "bayes_dpreg").exists()
