@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # arviz loads in about 0.7 s: only when a fit is made
     import arviz as az
 
 from .cache import enable_compilation_cache
-from .diagnostics import ConvergenceWarning, convergence, noise_to_signal
+from .diagnostics import ConvergenceWarning, HeterogeneityWarning, convergence, noise_to_signal, party_heterogeneity
 from .idata import build as build_idata
 from .precision import x64
 from .prior import ModelSpec, Prior, load_model, prior_scales
@@ -225,7 +225,9 @@ def _party_names(stats: list[NoisyStats]) -> list[str]:
 
 
 def _warn_if_unreliable(sampler: Sampler, idata: az.InferenceData, st: Any) -> None:
-    """ConvergenceWarning for MCMC output that has not mixed; NoiseWarning for the fixed-S methods."""
+    """ConvergenceWarning for MCMC output that has not mixed; NoiseWarning for the fixed-S methods;
+    HeterogeneityWarning where the parties do not look like they share one ``Sigma_x``."""
+    _warn_if_heterogeneous(sampler, idata, st)
     if sampler.kind == "mcmc":
         conv = convergence(idata)
         idata.posterior.attrs.update(
@@ -248,6 +250,31 @@ def _warn_if_unreliable(sampler: Sampler, idata: az.InferenceData, st: Any) -> N
                 NoiseWarning,
                 stacklevel=3,
             )
+
+
+HETEROGENEITY_MAX = 2.0  # dispersion of the parties' S~_j against the model's (about 1 under it)
+HETEROGENEITY_P = 0.01
+
+
+def _warn_if_heterogeneous(sampler: Sampler, idata: az.InferenceData, st: Any) -> None:
+    """For the methods that model ``S_j ~ W(Sigma_x, n_j)`` with one ``Sigma_x`` (not the intercept
+    model, whose ``S~_j`` hold the uncentred design): :func:`~bayes_dpreg.diagnostics.party_heterogeneity`
+    into the posterior's attrs, and a warning when the parties spread more than twice as much as the
+    model allows (p <= 0.01)."""
+    if not sampler.needs_wishart or sampler.needs_intercept or st.J < 2:
+        return
+    h = party_heterogeneity(st.S, st.n, st.sigma_S)
+    idata.posterior.attrs.update(party_dispersion=h.dispersion, party_dispersion_p=h.p_value)
+    if h.dispersion > HETEROGENEITY_MAX and h.p_value <= HETEROGENEITY_P:
+        warnings.warn(
+            f"method {sampler.name!r} models every party's S_j as drawn around one Sigma_x, but the released "
+            f"S~_j spread {h.dispersion:.1f} times more than that model allows (bootstrap p = {h.p_value:.3g}): "
+            "the parties' feature distributions differ (split by time, site, ...). The fit may have chains that "
+            "disagree (a mode with a large sigma2: check R-hat, run more chains) and intervals wider than the "
+            "data need, while those of 'fixeds' are too narrow (docs/prior.md, 'Heterogeneous parties').",
+            HeterogeneityWarning,
+            stacklevel=4,
+        )
 
 
 def _check_finite(method: str, draws: dict[str, np.ndarray]) -> None:

@@ -28,9 +28,11 @@ def test_a_short_fit_raises_a_convergence_warning_naming_the_worst_quantity():
 def test_a_converged_fit_raises_none():
     with warnings.catch_warnings():
         warnings.simplefilter("error", bd.ConvergenceWarning)
+        warnings.simplefilter("error", bd.HeterogeneityWarning)
         idata = bd.fit(_stats(), seed=3)
     at = idata.posterior.attrs
     assert at["converged"] == 1 and at["max_rhat"] <= 1.01 and at["min_ess_bulk"] >= 400
+    assert at["party_dispersion"] < 2 and 0 < at["party_dispersion_p"] <= 1
 
 
 def test_the_mh_samplers_are_checked_too():

@@ -1,0 +1,97 @@
+"""Parties that do not share one Sigma_x: the release-only check and fit's HeterogeneityWarning."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.stats import wishart
+
+import bayes_dpreg as bd
+from bayes_dpreg.data import load_dataset
+from bayes_dpreg.diagnostics import party_heterogeneity
+from bayes_dpreg.release import stack_stats
+
+
+def _release(rng, Sigmas, n, sigma_S):
+    """``S~_j = S_j + sigma_S M_j`` with ``S_j ~ W(Sigma_j, n_j)`` (eq. 8)."""
+    d = Sigmas[0].shape[0]
+    out = []
+    for Sig, nj in zip(Sigmas, n):
+        M = np.triu(rng.standard_normal((d, d)))
+        out.append(wishart.rvs(df=nj, scale=Sig, random_state=rng) + sigma_S * (M + np.triu(M, 1).T))
+    return np.array(out)
+
+
+SIGMA = np.array([[1.0, 0.6, 0.1], [0.6, 1.0, -0.3], [0.1, -0.3, 0.5]])
+N = np.array([400.0, 600.0, 800.0, 1000.0])
+
+
+def test_under_the_model_the_dispersion_is_about_one_and_the_p_value_uniform():
+    rng = np.random.default_rng(0)
+    res = [party_heterogeneity(_release(rng, [SIGMA] * 4, N, 30.0), N, 30.0, seed=r) for r in range(40)]
+    disp = np.array([h.dispersion for h in res])
+    p = np.array([h.p_value for h in res])
+    assert 0.85 < disp.mean() < 1.15, disp.mean()
+    assert np.mean(p <= 0.05) <= 0.2 and np.mean(p > 0.5) >= 0.3, np.sort(p)
+    assert all(h.draws == 200 for h in res)
+
+
+def test_parties_with_different_covariances_are_flagged():
+    rng = np.random.default_rng(1)
+    h = party_heterogeneity(_release(rng, [SIGMA, SIGMA, 2 * SIGMA, 2 * SIGMA], N, 30.0), N, 30.0)
+    assert h.dispersion > 2 and h.p_value <= 0.01, h
+
+
+def test_release_noise_is_part_of_the_model():
+    """Noise as large as the spread of S_j is not heterogeneity."""
+    rng = np.random.default_rng(2)
+    h = party_heterogeneity(_release(rng, [SIGMA] * 4, N, 500.0), N, 500.0)
+    assert h.dispersion < 2 and h.p_value > 0.01, h
+
+
+def test_bike_sharing_split_by_time_is_heterogeneous_and_a_random_split_is_not(shared_data):
+    ds = load_dataset(shared_data / "bike_sharing.csv")
+    X, y = ds.X_train, ds.y_train
+    xb = float(np.linalg.norm(X, axis=1).max()) * (1 + 1e-12)
+
+    def dispersion(idx):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", bd.SeededReleaseWarning)
+            stats = [bd.release(X[i], y[i], epsilon=1.0, delta=1e-5, x_bound=xb, y_bound=1.0, seed=j)
+                     for j, i in enumerate(np.array_split(idx, 5))]
+        st = stack_stats(stats)
+        return party_heterogeneity(st.S, st.n, st.sigma_S)
+
+    blocks = dispersion(np.arange(len(y)))
+    shuffled = dispersion(np.random.default_rng(0).permutation(len(y)))
+    assert blocks.dispersion > 3 and blocks.p_value <= 0.01, blocks
+    assert shuffled.dispersion < 1.5, shuffled
+
+
+def test_one_party_is_an_error():
+    with pytest.raises(ValueError, match="at least 2 parties"):
+        party_heterogeneity(np.eye(2)[None], np.array([10.0]), 1.0)
+
+
+def _stats(Sigmas, n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    X = np.vstack([rng.standard_normal((n, 2)) @ np.linalg.cholesky(S).T for S in Sigmas])
+    y = X @ np.array([0.5, -0.5]) + 0.5 * rng.standard_normal(len(X))
+    xb, yb = float(np.linalg.norm(X, axis=1).max()), float(np.abs(y).max())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", bd.SeededReleaseWarning)
+        return [bd.release(X[j * n:(j + 1) * n], y[j * n:(j + 1) * n], epsilon=5.0, delta=1e-5,
+                           x_bound=xb, y_bound=yb, seed=j) for j in range(len(Sigmas))]
+
+
+def test_fit_warns_for_heterogeneous_parties_and_records_the_check():
+    stats = _stats([np.eye(2), np.eye(2), np.diag([4.0, 0.25])])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", bd.ConvergenceWarning)
+        with pytest.warns(bd.HeterogeneityWarning, match=r"spread \d+\.\d times more .* p = "):
+            idata = bd.fit(stats, "normalx-nuts", num_warmup=20, num_samples=20)
+    assert idata.posterior.attrs["party_dispersion"] > 2
+    with warnings.catch_warnings():  # fixeds does not pool S_j across parties: no check
+        warnings.simplefilter("error", bd.HeterogeneityWarning)
+        idata = bd.fit(stats, "fast")
+    assert "party_dispersion" not in idata.posterior.attrs
