@@ -15,7 +15,7 @@ X = r.uniform(-0.5, 0.5, size=(900, 2)); y = np.clip(X @ [0.5, -0.2] + 0.1 * r.s
 st = [bd.release(a, b, epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j, name=f"p{j}")
       for j, (a, b) in enumerate(bd.split_parties(X, y, 3))]
 assert compilation_cache_dir() is None  # nothing at import
-bd.fit(st, "fixeds", num_samples=20, num_warmup=20, num_chains=2)
+bd.fit(st, "fast", num_samples=20, num_chains=2)  # the quickest fit that compiles programs
 print(compilation_cache_dir())
 """
 
