@@ -2,8 +2,8 @@
 
     python studies/coverage_table.py [--dir docs/results/coverage]
 
-Reads ``coverage_{suite}.csv`` (written by ``studies/coverage.py``) for the ``small``
-and ``real`` suites and prints, per group of cells and method, the range over cells of
+Reads ``coverage_{suite}.csv`` (written by ``studies/coverage.py``) for the ``small``,
+``real`` and ``paper`` suites and prints, per group of cells and method, the range over cells of
 the 50% and 90% coverage, of the RMSE of the posterior mean relative to ``fixeds`` on
 the same replications, the largest fraction of fits with R-hat > 1.01 or a divergent
 transition, and the median seconds per fit. Then the 90% coverage of ``fast`` and
@@ -23,6 +23,7 @@ GROUPS = {  # label: (suite, cell-id prefix)
     "small parties (d = 3, J = 3)": ("small", "small-"),
     "power plant (d = 4, J = 5)": ("real", "real-power_plant-"),
     "bike sharing (d = 14, J = 5)": ("real", "real-bike_sharing-"),
+    "paper's simulation, collinear (d = 2, 5)": ("paper", "paper-"),
 }
 METHODS = ("normalx-nuts", "fixeds", "fast", "adassp")
 
