@@ -36,6 +36,8 @@ __all__ = [
     "HeterogeneityWarning",
     "Heterogeneity",
     "party_heterogeneity",
+    "heterogeneous",
+    "heterogeneity_summary",
 ]
 
 
@@ -247,6 +249,29 @@ def noise_to_signal(S_tilde: Any, sigma_S: Any) -> np.ndarray:
 class HeterogeneityWarning(UserWarning):
     """The parties' released ``S~_j`` differ more than one ``Sigma_x`` shared by all parties allows:
     the model ``S_j ~ W(Sigma_x, n_j)`` of MCMC-normalX is strained (e.g. parties split by time or site)."""
+
+
+HETEROGENEITY_MAX = 2.0  # dispersion above which fit warns (about 1 under the model)
+HETEROGENEITY_P = 0.01
+
+
+def heterogeneous(dispersion: float, p_value: float) -> bool:
+    """The verdict behind ``HeterogeneityWarning``: dispersion above 2 with bootstrap p <= 0.01."""
+    return dispersion > HETEROGENEITY_MAX and p_value <= HETEROGENEITY_P
+
+
+def heterogeneity_summary(attrs: Any) -> str | None:
+    """One line on the parties' spread for reports (``None`` when the fit did not record it)."""
+    if "party_dispersion" not in attrs:
+        return None
+    disp, p = float(attrs["party_dispersion"]), float(attrs["party_dispersion_p"])
+    verdict = (
+        "the parties' feature distributions differ, so one shared Sigma_x does not hold (HeterogeneityWarning)"
+        if heterogeneous(disp, p)
+        else "consistent with one shared Sigma_x"
+    )
+    spread = f"the released S~_j spread {disp:.2f} times what the model allows (bootstrap p = {p:.3g})"
+    return f"Parties: {spread}: {verdict}."
 
 
 class Heterogeneity(NamedTuple):

@@ -24,7 +24,14 @@ if TYPE_CHECKING:  # arviz loads in about 0.7 s: only when a fit is made
     import arviz as az
 
 from .cache import enable_compilation_cache
-from .diagnostics import ConvergenceWarning, HeterogeneityWarning, convergence, noise_to_signal, party_heterogeneity
+from .diagnostics import (
+    ConvergenceWarning,
+    HeterogeneityWarning,
+    convergence,
+    heterogeneous,
+    noise_to_signal,
+    party_heterogeneity,
+)
 from .idata import build as build_idata
 from .precision import x64
 from .prior import ModelSpec, Prior, load_model, prior_scales
@@ -252,10 +259,6 @@ def _warn_if_unreliable(sampler: Sampler, idata: az.InferenceData, st: Any) -> N
             )
 
 
-HETEROGENEITY_MAX = 2.0  # dispersion of the parties' S~_j against the model's (about 1 under it)
-HETEROGENEITY_P = 0.01
-
-
 def _warn_if_heterogeneous(sampler: Sampler, idata: az.InferenceData, st: Any) -> None:
     """For the methods that model ``S_j ~ W(Sigma_x, n_j)`` with one ``Sigma_x`` (not the intercept
     model, whose ``S~_j`` hold the uncentred design): :func:`~bayes_dpreg.diagnostics.party_heterogeneity`
@@ -265,7 +268,7 @@ def _warn_if_heterogeneous(sampler: Sampler, idata: az.InferenceData, st: Any) -
         return
     h = party_heterogeneity(st.S, st.n, st.sigma_S)
     idata.posterior.attrs.update(party_dispersion=h.dispersion, party_dispersion_p=h.p_value)
-    if h.dispersion > HETEROGENEITY_MAX and h.p_value <= HETEROGENEITY_P:
+    if heterogeneous(h.dispersion, h.p_value):
         warnings.warn(
             f"method {sampler.name!r} models every party's S_j as drawn around one Sigma_x, but the released "
             f"S~_j spread {h.dispersion:.1f} times more than that model allows (bootstrap p = {h.p_value:.3g}): "

@@ -11,6 +11,8 @@ from typing import Any
 import arviz as az
 import numpy as np
 
+from .diagnostics import heterogeneity_summary, heterogeneous
+
 __all__ = ["coefficient_table", "format_table", "plot_coefficients", "write_report"]
 
 
@@ -193,6 +195,10 @@ def _coefficient_section(idata: az.InferenceData, prob: float) -> dict:
                 + (": ok." if ok else ": NOT converged; rerun with more draws before using these intervals."),
             }
         )
+    parties = heterogeneity_summary(at)
+    if parties is not None:
+        flagged = heterogeneous(at["party_dispersion"], at["party_dispersion_p"])
+        notes.append({"kind": "warn" if flagged else "ok", "text": parties})
     figures = [
         {
             "caption": f"Forest plot of theta ({pct} intervals, all chains combined).",

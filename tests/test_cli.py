@@ -32,6 +32,7 @@ def test_release_then_fit(tmp_path, capsys):
     assert main(["fit", *files, "--num-warmup", "10", "--num-samples", "20"]) == 0
     captured = capsys.readouterr()
     assert "r_hat" in captured.out and "NOT CONVERGED" in captured.out
+    assert "parties: the released S~_j spread" in captured.out  # the default method checks the parties
     assert "ConvergenceWarning" in captured.err
 
 

@@ -84,14 +84,30 @@ def _stats(Sigmas, n=2000, seed=0):
                            x_bound=xb, y_bound=yb, seed=j) for j in range(len(Sigmas))]
 
 
-def test_fit_warns_for_heterogeneous_parties_and_records_the_check():
+def test_fit_warns_for_heterogeneous_parties_and_records_the_check(tmp_path):
+    from bayes_dpreg.report import write_report
+
     stats = _stats([np.eye(2), np.eye(2), np.diag([4.0, 0.25])])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", bd.ConvergenceWarning)
         with pytest.warns(bd.HeterogeneityWarning, match=r"spread \d+\.\d times more .* p = "):
             idata = bd.fit(stats, "normalx-nuts", num_warmup=20, num_samples=20)
     assert idata.posterior.attrs["party_dispersion"] > 2
+    write_report(tmp_path / "r.html", idata)
+    assert "Parties: the released S~_j spread" in (tmp_path / "r.md").read_text()
     with warnings.catch_warnings():  # fixeds does not pool S_j across parties: no check
         warnings.simplefilter("error", bd.HeterogeneityWarning)
         idata = bd.fit(stats, "fast")
     assert "party_dispersion" not in idata.posterior.attrs
+
+
+def test_reports_state_the_check():
+    from bayes_dpreg.diagnostics import heterogeneity_summary
+
+    assert heterogeneity_summary({}) is None
+    ok = heterogeneity_summary({"party_dispersion": 1.1, "party_dispersion_p": 0.4})
+    assert "1.10 times" in ok and "consistent with one shared Sigma_x" in ok
+    bad = heterogeneity_summary({"party_dispersion": 4.5, "party_dispersion_p": 0.005})
+    assert "differ" in bad and "HeterogeneityWarning" in bad
+    # a large spread that the bootstrap does not confirm is not flagged
+    assert "consistent" in heterogeneity_summary({"party_dispersion": 3.0, "party_dispersion_p": 0.2})
