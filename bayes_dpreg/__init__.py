@@ -16,10 +16,10 @@ default pool (:mod:`bayes_dpreg.threads`).
 from .bounds import ProposedBounds, propose_bounds
 from .compare import compare, inclusion, log_evidence, normalx_evidence
 from .data import Dataset, Simulated, load_dataset, load_power_plant, simulate, split_parties
-from .diagnostics import ConvergenceWarning, HeterogeneityWarning
+from .diagnostics import ConvergenceWarning, HeterogeneityWarning, PriorSensitivityWarning
 from .inference import METHODS, NoiseWarning, fit
 from .precision import enable_x64
-from .prior import ModelSpec, Prior, PriorScales, load_model, prior_scales
+from .prior import ModelSpec, Prior, PriorScales, load_model, prior_scales, release_lambda
 from .privacy import (
     ClippingWarning,
     NotPrivateWarning,
@@ -55,6 +55,7 @@ __all__ = [
     "ClippingWarning",
     "ConvergenceWarning",
     "HeterogeneityWarning",
+    "PriorSensitivityWarning",
     "NotPrivateWarning",
     "SeededReleaseWarning",
     "check_distinct",
@@ -64,6 +65,7 @@ __all__ = [
     "PriorScales",
     "SAMPLERS",
     "prior_scales",
+    "release_lambda",
     "Dataset",
     "METHODS",
     "ModelSpec",

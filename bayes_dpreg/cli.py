@@ -207,8 +207,8 @@ def cmd_budget(args: argparse.Namespace) -> int:
 
 def _print_fit(idata, caught, reference=None) -> None:
     """The posterior table with R-hat/ESS, the convergence verdict, and the fit's warnings."""
-    from . import ConvergenceWarning, HeterogeneityWarning, NoiseWarning
-    from .diagnostics import heterogeneity_summary
+    from . import ConvergenceWarning, HeterogeneityWarning, NoiseWarning, PriorSensitivityWarning
+    from .diagnostics import heterogeneity_summary, prior_sensitivity_summary
     from .report import coefficient_table, format_table
 
     post = idata.posterior
@@ -223,11 +223,11 @@ def _print_fit(idata, caught, reference=None) -> None:
             f"convergence: max R-hat {post.attrs['max_rhat']:.3f}, min bulk ESS {post.attrs['min_ess_bulk']:.0f}, "
             f"min tail ESS {post.attrs['min_ess_tail']:.0f}: {'ok' if post.attrs['converged'] else 'NOT CONVERGED'}"
         )
-    parties = heterogeneity_summary(post.attrs)
-    if parties is not None:
-        print(parties[0].lower() + parties[1:])
+    for line in (heterogeneity_summary(post.attrs), prior_sensitivity_summary(post.attrs)):
+        if line is not None:
+            print(line[0].lower() + line[1:])
     for w in caught:
-        if issubclass(w.category, (ConvergenceWarning, NoiseWarning, HeterogeneityWarning)):
+        if issubclass(w.category, (ConvergenceWarning, NoiseWarning, HeterogeneityWarning, PriorSensitivityWarning)):
             print(f"warning ({w.category.__name__}): {w.message}", file=sys.stderr)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

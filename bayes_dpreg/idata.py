@@ -20,7 +20,12 @@ Groups:
   method, so ``az.compare`` can rank methods on one release;
 * ``posterior_predictive``: ``z_tilde`` drawn from that density (``az.plot_ppc``);
 * ``prior`` (``theta``, ``sigma2``) and ``prior_predictive`` (``z_tilde`` at
-  ``S_j = nearestPSD(S~_j)``), 500 draws.
+  ``S_j = nearestPSD(S~_j)``), 500 draws;
+* ``log_prior``: each top-level prior factor of eq. (4) at every posterior draw
+  (:func:`bayes_dpreg.hierarchical.prior_dists`): ``theta`` (``log N(theta; m, C)``),
+  ``sigma2`` and ``Sigma_x`` where the method infers them. With ``log_likelihood`` it is
+  what ``az.psens`` power-scales (:func:`bayes_dpreg.diagnostics.prior_sensitivity`); the
+  intercept model's prior of ``mu_x`` is not among them.
 
 ``adassp`` (a point estimate, one draw) gets no likelihood or predictive groups.
 Every group's ``attrs`` carry ``created_by``, ``bayes_dpreg_version``, ``method``,
@@ -37,7 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .hierarchical import z_dist
+from .hierarchical import prior_dists, z_dist
 from .linalg import nearest_psd
 
 if TYPE_CHECKING:
@@ -137,6 +142,18 @@ def _predictive_groups(
     )
 
 
+def _log_prior(post: dict, latent: dict, pr: Any) -> dict:
+    """The ``log_prior`` group: each factor of :func:`~bayes_dpreg.hierarchical.prior_dists` at the
+    draws of its variable, where the method infers it (shape ``chain, draw``)."""
+    dists = prior_dists(pr)
+    out = {}
+    sites = {"theta": post.get("theta"), "sigma2": post.get("sigma2"), "Sigma_x": latent.get("Sigma_x")}
+    for name, draws in sites.items():
+        if draws is not None and np.shape(draws)[2:] == dists[name].event_shape:
+            out[name] = np.asarray(dists[name].log_prob(jnp.asarray(draws)))
+    return out
+
+
 def _attrs(sampler: Any, st: Any) -> dict:
     from . import __version__
 
@@ -194,11 +211,15 @@ def build(
         groups.update(zip(names, _predictive_groups(post, latent, st, pr, sigma2_fixed, key)))
     dims = dict(DIMS)
     idata = az.from_dict(**groups, coords=coords, dims=dims)
-    if latent:
-        lat = az.from_dict(posterior=latent, coords=coords, dims=dims).posterior
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            idata.add_groups({"latent_posterior": lat})
+    extra = {"latent_posterior": (latent, dims)}
+    if sampler.kind != "point":
+        extra["log_prior"] = (_log_prior(post, latent, pr), {})  # one scalar per draw and factor
+    for group, (values, group_dims) in extra.items():
+        if values:
+            ds = az.from_dict(posterior=values, coords=coords, dims=group_dims).posterior
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                idata.add_groups({group: ds})
     attrs = _attrs(sampler, st)
     for g in idata.groups():
         idata[g].attrs.update(attrs)

@@ -11,7 +11,13 @@ from typing import Any
 import arviz as az
 import numpy as np
 
-from .diagnostics import heterogeneity_summary, heterogeneous
+from .diagnostics import (
+    heterogeneity_summary,
+    heterogeneous,
+    prior_sensitivity,
+    prior_sensitivity_summary,
+    sigma_x_sensitive,
+)
 
 __all__ = ["coefficient_table", "format_table", "plot_coefficients", "write_report"]
 
@@ -199,6 +205,10 @@ def _coefficient_section(idata: az.InferenceData, prob: float) -> dict:
     if parties is not None:
         flagged = heterogeneous(at["party_dispersion"], at["party_dispersion_p"])
         notes.append({"kind": "warn" if flagged else "ok", "text": parties})
+    sigma_x = prior_sensitivity_summary(at)
+    if sigma_x is not None:
+        notes.append({"kind": "warn" if sigma_x_sensitive(at) else "ok", "text": sigma_x})
+    tables = [table] + _sensitivity_tables(idata)
     figures = [
         {
             "caption": f"Forest plot of theta ({pct} intervals, all chains combined).",
@@ -224,7 +234,32 @@ def _coefficient_section(idata: az.InferenceData, prob: float) -> dict:
                 "png": _png(_ppc_figure(idata, prob)),
             }
         )
-    return {"heading": "Coefficients", "notes": notes, "tables": [table], "figures": figures}
+    return {"heading": "Coefficients", "notes": notes, "tables": tables, "figures": figures}
+
+
+def _sensitivity_tables(idata: az.InferenceData) -> list[dict]:
+    """Power-scaling sensitivity of each coefficient to each prior factor and to the likelihood
+    (:func:`~bayes_dpreg.diagnostics.prior_sensitivity`), where the fit has a ``log_prior`` group."""
+    if "log_prior" not in idata.groups() or "log_likelihood" not in idata.groups():
+        return []
+    ps = prior_sensitivity(idata)
+    names = list(ps.prior)
+    rows = [
+        [c] + [f"{ps.prior[k][i]:.3f}" for k in names] + [f"{ps.likelihood[i]:.3f}", ps.diagnosis(i)]
+        for i, c in enumerate(ps.coef)
+    ]
+    rows.append(["(counted from)"] + [f"{ps.cutoff(k):.3f}" for k in names] + [f"{ps.threshold:.3f}", ""])
+    return [
+        {
+            "caption": "Prior sensitivity (power-scaling, Kallioinen et al. 2024): how much each coefficient's "
+            "posterior moves when one prior factor, or the likelihood of the released z~, is raised to a power "
+            f"near 1; {ps.threshold} or more, and more than Monte Carlo noise reaches (a permutation test at "
+            "level 0.05, the last row), marks an informative factor. An informative prior on theta may be "
+            "intended; Sigma_x's prior should not matter, and where it does the intervals are the prior's.",
+            "header": ["coef"] + [f"prior {k}" for k in names] + ["likelihood", "diagnosis"],
+            "rows": rows,
+        }
+    ]
 
 
 def _ppc_figure(idata: az.InferenceData, prob: float) -> object:

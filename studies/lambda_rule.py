@@ -5,7 +5,7 @@
 
 For each cell of ``studies/coverage.py`` (same data, split and release noise, seed 2026),
 ``normalx-nuts`` is refitted with the cell's prior except ``Lambda``, which becomes the pooled
-estimate of ``Sigma_x`` from the release (``kernels.pooled_covariance``: the nearest PSD
+estimate of ``Sigma_x`` from the release (``bd.release_lambda``: the nearest PSD
 matrix to ``sum_j S~_j / n`` plus a ridge of the noise's size; post-processing, no privacy
 cost). The default is ``IW(diag(E[x_k^2]), d + 1)``: it holds every eigenvalue of ``Sigma_x``
 near the features' scale, while the release-based ``Lambda`` lets the prior follow
@@ -33,13 +33,9 @@ SEED = 2026
 def _pooled_prior(cell: dict, data_dir: str):
     def priors(stats: list, rep: int) -> dict:
         import bayes_dpreg as bd
-        from bayes_dpreg.kernels import pooled_covariance
-        from bayes_dpreg.release import stack_stats
 
         bd.enable_x64()
-        st = stack_stats(stats)
-        noise = float(np.sqrt(np.sum(np.asarray(st.sigma_S) ** 2)))
-        pooled = np.asarray(pooled_covariance(np.asarray(st.S).sum(0), float(np.sum(st.n)), noise))
+        pooled = bd.release_lambda(stats)
         return {"pooled": dataclasses.replace(cov.replicate(cell, rep, SEED, data_dir)[2], Lambda=pooled)}
 
     return priors

@@ -29,6 +29,7 @@ def test_a_converged_fit_raises_none():
     with warnings.catch_warnings():
         warnings.simplefilter("error", bd.ConvergenceWarning)
         warnings.simplefilter("error", bd.HeterogeneityWarning)
+        warnings.simplefilter("error", bd.PriorSensitivityWarning)
         idata = bd.fit(_stats(), seed=3)
     at = idata.posterior.attrs
     assert at["converged"] == 1 and at["max_rhat"] <= 1.01 and at["min_ess_bulk"] >= 400

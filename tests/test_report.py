@@ -67,8 +67,9 @@ def test_report_of_a_fit_with_comparison(tmp_path):
     table, _ = bd.compare(stats, coef_names=["age", "dose"])
     inc = bd.inclusion(stats, coef_names=["age", "dose"])
     page = _check_page(write_report(tmp_path / "r.html", idata, comparison=table, inclusion=inc),
-                       ["clinic0", "clinic2", "age", "dose", "{age}", "90% lower"])
-    assert page.tables == 4 and len(page.imgs) == 4  # privacy, coefficients, comparison, inclusion; 4 figures
+                       ["clinic0", "clinic2", "age", "dose", "{age}", "90% lower", "prior theta", "prior sigma2"])
+    # privacy, coefficients, their prior sensitivity, comparison, inclusion; 4 figures
+    assert page.tables == 5 and len(page.imgs) == 4
     with pytest.raises(ValueError, match="nothing to report"):
         write_report(tmp_path / "x.html")
 

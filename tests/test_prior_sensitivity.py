@@ -1,0 +1,119 @@
+"""The fit's log_prior group and the power-scaling check of how much each prior factor sways theta."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+import bayes_dpreg as bd
+from bayes_dpreg.diagnostics import PRIOR_SENSITIVITY_MAX, prior_sensitivity, prior_sensitivity_summary
+from bayes_dpreg.inference import _warn_if_prior_sensitive
+from bayes_dpreg.prior import prior_scales
+from bayes_dpreg.release import stack_stats
+from bayes_dpreg.samplers import get as get_sampler
+
+
+def _stats(n=6000, J=3, eps=1.0, seed=0):
+    sim = bd.simulate(n, 2, seed=seed)
+    X = sim.X / np.linalg.norm(sim.X, axis=1).max()
+    y = sim.y / np.abs(sim.y).max()
+    return [bd.release(Xj, yj, epsilon=eps, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j)
+            for j, (Xj, yj) in enumerate(bd.split_parties(X, y, J))], X
+
+
+def _fit(stats, method, prior=None, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", bd.SeededReleaseWarning)
+        warnings.simplefilter("ignore", bd.NoiseWarning)
+        return bd.fit(stats, method, prior, seed=1, **kw)
+
+
+@pytest.fixture(scope="module")
+def nuts():
+    stats, _ = _stats()
+    return stats, _fit(stats, "normalx-nuts", num_warmup=300, num_samples=300)
+
+
+def test_log_prior_holds_each_prior_factor_at_the_draws(nuts):
+    stats, idata = nuts
+    pr = bd.Prior().resolve(2, prior_scales(stack_stats(stats)))
+    lp = idata.log_prior
+    assert set(lp.data_vars) == {"theta", "sigma2", "Sigma_x"}
+    theta = idata.posterior["theta"].values[0, :5]
+    sigma2 = idata.posterior["sigma2"].values[0, :5]
+    Sigma_x = idata.latent_posterior["Sigma_x"].values[0, :5]
+    np.testing.assert_allclose(lp["theta"].values[0, :5], sps.multivariate_normal(pr.m, pr.C).logpdf(theta), rtol=1e-10)
+    np.testing.assert_allclose(lp["sigma2"].values[0, :5], sps.invgamma(pr.a, scale=pr.b).logpdf(sigma2), rtol=1e-10)
+    expected = [sps.invwishart(df=pr.kappa, scale=pr.Lambda).logpdf(S) for S in Sigma_x]
+    np.testing.assert_allclose(lp["Sigma_x"].values[0, :5], expected, rtol=1e-8)
+
+
+def test_a_fit_records_its_prior_sensitivity_and_this_one_does_not_depend_on_sigma_x(nuts):
+    _, idata = nuts
+    at = idata.posterior.attrs
+    assert {"prior_sensitivity_theta", "prior_sensitivity_sigma2", "prior_sensitivity_Sigma_x"} <= set(at)
+    assert 0 <= at["prior_sensitivity_Sigma_x"] < PRIOR_SENSITIVITY_MAX
+    assert "prior_sensitivity_Sigma_x_noise" not in at  # the permutation test runs only from 0.05
+    assert "do not depend" in prior_sensitivity_summary(at)
+
+
+def test_a_prior_that_fights_the_data_is_flagged_and_a_weak_one_is_not():
+    stats, X = _stats(eps=10.0)
+    weak = prior_sensitivity(_fit(stats, "fixeds"))
+    assert np.max(weak.prior["theta"]) < PRIOR_SENSITIVITY_MAX
+    assert weak.sensitive("theta") == [] and weak.diagnosis(0) == "-"
+    tight = prior_sensitivity(_fit(stats, "fixeds", bd.Prior(m=[3.0, -3.0], C=1e-3)))
+    assert tight.sensitive("theta") == ["theta_0", "theta_1"]
+    assert [tight.diagnosis(k) for k in range(2)] == ["strong prior / weak likelihood"] * 2
+    # a prior as informative as the data, 8 posterior sds away from them on theta_0 (sd 0.04)
+    conflict = prior_sensitivity(_fit(stats, "fixeds", bd.Prior(m=[3.0, -3.0], C=0.1)))
+    assert conflict.diagnosis(0) == "prior-data conflict"
+
+
+def test_sigma_x_swaying_theta_warns_naming_the_coefficient(nuts):
+    _, idata = nuts
+    tilted = idata.copy()
+    theta0 = idata.posterior["theta"].sel(coef="theta_0")
+    tilted.log_prior["Sigma_x"] = 2.0 * (theta0 - theta0.mean()) / theta0.std()
+    with pytest.warns(bd.PriorSensitivityWarning, match=r"theta_0.* depend on the prior of Sigma_x.*release_lambda"):
+        _warn_if_prior_sensitive(get_sampler("normalx-nuts"), tilted)
+    at = tilted.posterior.attrs
+    assert at["prior_sensitivity_Sigma_x"] >= max(PRIOR_SENSITIVITY_MAX, at["prior_sensitivity_Sigma_x_noise"])
+    assert "the intervals depend on it" in prior_sensitivity_summary(at)
+
+
+def test_a_widely_spread_log_prior_that_ignores_theta_is_noise_not_sensitivity(nuts):
+    """A factor whose log density spreads by tens of nats over the draws but does not depend on theta
+    reads above 0.05 (Monte Carlo noise of the reweighting); the permutation test discounts it."""
+    _, idata = nuts
+    noisy = idata.copy()
+    rng = np.random.default_rng(1)
+    lp = noisy.log_prior["Sigma_x"]
+    noisy.log_prior["Sigma_x"] = lp.copy(data=20.0 * rng.standard_normal(lp.shape))
+    ps = prior_sensitivity(noisy, noise_factors=("Sigma_x",))
+    assert np.max(ps.prior["Sigma_x"]) >= PRIOR_SENSITIVITY_MAX
+    assert ps.noise["Sigma_x"] > np.max(ps.prior["Sigma_x"]) and ps.sensitive("Sigma_x") == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", bd.PriorSensitivityWarning)
+        _warn_if_prior_sensitive(get_sampler("normalx-nuts"), noisy)
+
+
+def test_point_estimates_have_no_log_prior_and_the_check_says_so():
+    sim = bd.simulate(3000, 2, seed=0)
+    X = sim.X / np.linalg.norm(sim.X, axis=1).max()
+    y = sim.y / np.abs(sim.y).max()
+    stats = [bd.release_adassp(Xj, yj, epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j)
+             for j, (Xj, yj) in enumerate(bd.split_parties(X, y, 2))]
+    idata = _fit(stats, "adassp")
+    assert "log_prior" not in idata.groups()
+    with pytest.raises(ValueError, match="log_prior"):
+        prior_sensitivity(idata)
+
+
+def test_release_lambda_is_the_pooled_covariance_of_the_features():
+    stats, X = _stats(n=20000, eps=10.0)
+    lam = bd.release_lambda(stats)
+    np.testing.assert_allclose(lam, lam.T)
+    assert np.all(np.linalg.eigvalsh(lam) > 0)
+    np.testing.assert_allclose(lam, X.T @ X / len(X), atol=0.02 * np.trace(X.T @ X / len(X)))
