@@ -142,16 +142,20 @@ def _predictive_groups(
     )
 
 
+@jax.jit
+def _log_prior_factors(pr: Any, sites: dict) -> dict:
+    dists = prior_dists(pr)
+    return {name: dists[name].log_prob(draws) for name, draws in sites.items()}
+
+
 def _log_prior(post: dict, latent: dict, pr: Any) -> dict:
     """The ``log_prior`` group: each factor of :func:`~bayes_dpreg.hierarchical.prior_dists` at the
-    draws of its variable, where the method infers it (shape ``chain, draw``)."""
-    dists = prior_dists(pr)
-    out = {}
+    draws of its variable, where the method infers it (shape ``chain, draw``), in one compiled
+    program (op by op, a cold process spent seconds compiling the inverse-Wishart's pieces)."""
+    events = {"theta": np.shape(pr.m), "sigma2": (), "Sigma_x": np.shape(pr.Lambda)}
     sites = {"theta": post.get("theta"), "sigma2": post.get("sigma2"), "Sigma_x": latent.get("Sigma_x")}
-    for name, draws in sites.items():
-        if draws is not None and np.shape(draws)[2:] == dists[name].event_shape:
-            out[name] = np.asarray(dists[name].log_prob(jnp.asarray(draws)))
-    return out
+    sites = {k: jnp.asarray(v) for k, v in sites.items() if v is not None and np.shape(v)[2:] == events[k]}
+    return {k: np.asarray(v) for k, v in _log_prior_factors(pr, sites).items()}
 
 
 def _attrs(sampler: Any, st: Any) -> dict:
