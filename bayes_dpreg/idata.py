@@ -34,6 +34,7 @@ Every group's ``attrs`` carry ``created_by``, ``bayes_dpreg_version``, ``method`
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -142,20 +143,21 @@ def _predictive_groups(
     )
 
 
-@jax.jit
-def _log_prior_factors(pr: Any, sites: dict) -> dict:
-    dists = prior_dists(pr)
-    return {name: dists[name].log_prob(draws) for name, draws in sites.items()}
+@functools.partial(jax.jit, static_argnums=0)
+def _log_prior_factor(name: str, pr: Any, draws: jax.Array) -> jax.Array:
+    return prior_dists(pr)[name].log_prob(draws)
 
 
 def _log_prior(post: dict, latent: dict, pr: Any) -> dict:
     """The ``log_prior`` group: each factor of :func:`~bayes_dpreg.hierarchical.prior_dists` at the
     draws of its variable, where the method infers it (shape ``chain, draw``), in one compiled
-    program (op by op, a cold process spent seconds compiling the inverse-Wishart's pieces)."""
+    program per factor (op by op, a cold process spent seconds compiling the inverse-Wishart's
+    pieces; one program per factor, so that no two batched LAPACK calls run at once: see
+    :mod:`bayes_dpreg.threads`)."""
     events = {"theta": np.shape(pr.m), "sigma2": (), "Sigma_x": np.shape(pr.Lambda)}
     sites = {"theta": post.get("theta"), "sigma2": post.get("sigma2"), "Sigma_x": latent.get("Sigma_x")}
     sites = {k: jnp.asarray(v) for k, v in sites.items() if v is not None and np.shape(v)[2:] == events[k]}
-    return {k: np.asarray(v) for k, v in _log_prior_factors(pr, sites).items()}
+    return {k: np.asarray(_log_prior_factor(k, pr, v)) for k, v in sites.items()}
 
 
 def _attrs(sampler: Any, st: Any) -> dict:

@@ -133,6 +133,9 @@ def main() -> None:
     ap.add_argument("--data-dir", default=str(cov.REPO.parent / "shared" / "data"))
     ap.add_argument("--out", default=str(cov.REPO / "docs" / "results" / "coverage"))
     args = ap.parse_args()
+    import bayes_dpreg as bd
+
+    bd.configure_threads()  # one XLA CPU thread, inherited by the workers (bayes_dpreg.threads)
     out = Path(args.out)
     path = out / "prior_sensitivity_replications.csv"
     done = {(r["cell"], int(r["rep"])) for r in _read(path)}
