@@ -316,6 +316,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
     ap.add_argument("--out", default=str(REPO / "docs" / "results" / "coverage"))
     args = ap.parse_args(argv)
+    from bayes_dpreg import configure_threads
+
+    configure_threads()  # one XLA CPU thread, inherited by the workers (bayes_dpreg.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     methods = tuple(args.methods)

@@ -71,6 +71,7 @@ def _summary(out: Path) -> str:
 def main() -> None:
     import bayes_dpreg as bd
 
+    bd.configure_threads()  # before JAX computes anything (bayes_dpreg.threads)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("cells", nargs="+")
     ap.add_argument("--reps", type=int, default=25)
