@@ -474,22 +474,24 @@ def prior_sensitivity(
     )
 
 
+def _sigma_x_cutoff(attrs: Any) -> float:
+    return max(PRIOR_SENSITIVITY_MAX, float(attrs.get("prior_sensitivity_Sigma_x_noise", 0.0)))
+
+
+def sigma_x_sensitive(attrs: Any) -> bool:
+    """Whether a fit's recorded ``Sigma_x`` sensitivity reaches 0.05 and its noise level."""
+    return "prior_sensitivity_Sigma_x" in attrs and float(attrs["prior_sensitivity_Sigma_x"]) >= _sigma_x_cutoff(attrs)
+
+
 def prior_sensitivity_summary(attrs: Any) -> str | None:
     """One line on ``Sigma_x``'s prior sensitivity for reports (``None`` when the fit did not record it)."""
     if "prior_sensitivity_Sigma_x" not in attrs:
         return None
-    s = float(attrs["prior_sensitivity_Sigma_x"])
-    cut = max(PRIOR_SENSITIVITY_MAX, float(attrs.get("prior_sensitivity_Sigma_x_noise", 0.0)))
+    s, cut = float(attrs["prior_sensitivity_Sigma_x"]), _sigma_x_cutoff(attrs)
     measured = f"largest power-scaling sensitivity {s:.3f}, counted from {cut:.3f} (0.05 or Monte Carlo noise)"
-    if s < cut:
+    if not sigma_x_sensitive(attrs):
         return f"Prior of Sigma_x: the intervals do not depend on it ({measured})."
     return (
         f"Prior of Sigma_x: the intervals depend on it ({measured}): the release does not pin the features' "
         "covariance in some direction, and there the intervals are the prior's (PriorSensitivityWarning)."
     )
-
-
-def sigma_x_sensitive(attrs: Any) -> bool:
-    """Whether a fit's recorded ``Sigma_x`` sensitivity reaches 0.05 and its noise level."""
-    cut = max(PRIOR_SENSITIVITY_MAX, float(attrs.get("prior_sensitivity_Sigma_x_noise", 0.0)))
-    return "prior_sensitivity_Sigma_x" in attrs and float(attrs["prior_sensitivity_Sigma_x"]) >= cut

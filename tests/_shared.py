@@ -23,6 +23,17 @@ def linear_stats(d, J, n, eps, bound, theta=None, seed=0):
                 for j, (Xj, yj) in enumerate(bd.split_parties(X, y, J))]
 
 
+def unit_releases(n, d, J, eps, seed=0, release=bd.release):
+    """``J`` parties' releases (noise seeds ``0..J-1``) of ``bd.simulate(n, d, seed)`` scaled so that
+    the declared bounds ``||x|| <= 1`` and ``|y| <= 1`` are the data's maxima; also ``X`` and ``y``."""
+    sim = bd.simulate(n, d, seed=seed)
+    X = sim.X / np.linalg.norm(sim.X, axis=1).max()
+    y = sim.y / np.abs(sim.y).max()
+    stats = [release(Xj, yj, epsilon=eps, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j)
+             for j, (Xj, yj) in enumerate(bd.split_parties(X, y, J))]
+    return stats, X, y
+
+
 def exact_theta_moments(stats, pr):
     """Posterior mean and sd of theta when the released ``S~_j`` are exact: a scale mixture over
     sigma_y^2 of eq. (12)'s Gaussians, by quadrature on a grid of log sigma_y^2 (weights: the IG

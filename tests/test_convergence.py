@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _shared import unit_releases
 
 import bayes_dpreg as bd
 from bayes_dpreg.diagnostics import convergence, noise_to_signal
@@ -12,11 +13,7 @@ from bayes_dpreg.release import stack_stats
 
 
 def _stats(eps=1.0, n=6000, J=3, seed=0):
-    sim = bd.simulate(n, 2, seed=seed)
-    X = sim.X / np.linalg.norm(sim.X, axis=1).max()
-    y = sim.y / np.abs(sim.y).max()
-    return [bd.release(Xj, yj, epsilon=eps, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j)
-            for j, (Xj, yj) in enumerate(bd.split_parties(X, y, J))]
+    return unit_releases(n, 2, J, eps, seed)[0]
 
 
 def test_a_short_fit_raises_a_convergence_warning_naming_the_worst_quantity():

@@ -5,8 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
-from _shared import exact_theta_moments
+from _shared import exact_theta_moments, unit_releases
 
 import bayes_dpreg as bd
 from bayes_dpreg import kernels
@@ -73,11 +72,7 @@ def test_recovers_the_exact_posterior_when_the_noise_vanishes():
     """eps huge: S~ = S exactly, and theta's posterior is a scale mixture over sigma_y^2 of the
     Gaussians of eq. (12), computed here by quadrature on a grid of log sigma_y^2 (weights:
     IG prior times the collapsed z~ likelihood, closed_form.collapsed_log_lik)."""
-    sim = bd.simulate(5000, 2, seed=11)
-    X = sim.X / np.linalg.norm(sim.X, axis=1).max()
-    y = sim.y / np.abs(sim.y).max()
-    stats = [bd.release(Xj, yj, epsilon=1e7, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j)
-             for j, (Xj, yj) in enumerate(bd.split_parties(X, y, 2))]
+    stats, _, _ = unit_releases(5000, 2, 2, 1e7, seed=11)
     prior = Prior(C=100.0, a=2.0, b=0.01, Lambda=1.0)
     idata = bd.fit(stats, prior=prior, num_warmup=500, num_samples=1000, seed=1)
     assert idata.posterior.attrs["converged"] == 1

@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _shared import unit_releases
 from scipy import stats as sps
 
 import bayes_dpreg as bd
@@ -14,12 +15,9 @@ from bayes_dpreg.release import stack_stats
 from bayes_dpreg.samplers import get as get_sampler
 
 
-def _stats(n=6000, J=3, eps=1.0, seed=0):
-    sim = bd.simulate(n, 2, seed=seed)
-    X = sim.X / np.linalg.norm(sim.X, axis=1).max()
-    y = sim.y / np.abs(sim.y).max()
-    return [bd.release(Xj, yj, epsilon=eps, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j)
-            for j, (Xj, yj) in enumerate(bd.split_parties(X, y, J))], X
+def _stats(n=6000, J=3, eps=1.0):
+    stats, X, _ = unit_releases(n, 2, J, eps)
+    return stats, X
 
 
 def _fit(stats, method, prior=None, **kw):
@@ -100,11 +98,7 @@ def test_a_widely_spread_log_prior_that_ignores_theta_is_noise_not_sensitivity(n
 
 
 def test_point_estimates_have_no_log_prior_and_the_check_says_so():
-    sim = bd.simulate(3000, 2, seed=0)
-    X = sim.X / np.linalg.norm(sim.X, axis=1).max()
-    y = sim.y / np.abs(sim.y).max()
-    stats = [bd.release_adassp(Xj, yj, epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j)
-             for j, (Xj, yj) in enumerate(bd.split_parties(X, y, 2))]
+    stats, _, _ = unit_releases(3000, 2, 2, 1.0, release=bd.release_adassp)
     idata = _fit(stats, "adassp")
     assert "log_prior" not in idata.groups()
     with pytest.raises(ValueError, match="log_prior"):

@@ -5,13 +5,14 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
 import pytest
+from _shared import unit_releases
 from numpyro.infer.util import log_density
 
 import bayes_dpreg as bd
 from bayes_dpreg import kernels
 from bayes_dpreg.closed_form import collapsed_log_lik, fast_posterior, party_terms, theta_conditional
-from bayes_dpreg.linalg import spd_inverse
 from bayes_dpreg.hierarchical import fixeds_model, log_target_S, normalx_model, prior_dists
+from bayes_dpreg.linalg import spd_inverse
 from bayes_dpreg.prior import Prior
 from bayes_dpreg.release import stack_stats
 from bayes_dpreg.sbc import sbc, simulate_from_prior
@@ -141,11 +142,7 @@ def test_sbc_small(case):
 
 
 def _released(J=3, d=2, n=6000, seed=0):
-    sim = bd.simulate(n, d, seed=seed)
-    X = sim.X / np.linalg.norm(sim.X, axis=1).max()
-    y = sim.y / np.abs(sim.y).max()
-    return [bd.release(Xj, yj, epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j)
-            for j, (Xj, yj) in enumerate(bd.split_parties(X, y, J))]
+    return unit_releases(n, d, J, 1.0, seed)[0]
 
 
 @pytest.mark.parametrize("method", ["normalx", "fixeds"])
@@ -193,11 +190,7 @@ def test_default_method_is_normalx_nuts_with_the_autoscaled_prior():
 
 def test_fit_mcmc_agrees_with_fast_when_noise_is_small():
     """eps large: every method's posterior mean is near least squares."""
-    sim = bd.simulate(20000, 2, seed=3)
-    X = sim.X / np.linalg.norm(sim.X, axis=1).max()
-    y = sim.y / np.abs(sim.y).max()
-    stats = [bd.release(Xj, yj, epsilon=1e4, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j)
-             for j, (Xj, yj) in enumerate(bd.split_parties(X, y, 2))]
+    stats, X, y = unit_releases(20000, 2, 2, 1e4, seed=3)
     ols = np.linalg.lstsq(X, y, rcond=None)[0]
     for method in ("normalx-nuts", "normalx", "fixeds"):
         idata = bd.fit(stats, method=method, prior=Prior(C=100.0), num_warmup=300, num_samples=500, num_chains=2)
@@ -264,9 +257,10 @@ def test_convergence_in_the_papers_setting():
     """n = 1e5, d = 5, J = 5, eps = 1 (paper's simulation and prior), 4 x (1000 + 5000):
     R-hat <= 1.01 and bulk ESS >= 400 for every theta. Seed 2 has an ill-conditioned Sigma_x
     (Algorithm 1 as published reaches R-hat 1.32, ESS 9 there)."""
-    import arviz as az
     import sys
     from pathlib import Path
+
+    import arviz as az
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))
     from convergence import run
