@@ -15,6 +15,7 @@ full kernel matrix in memory.
 from __future__ import annotations
 
 import functools
+import zlib
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -430,6 +431,12 @@ def _noise_level(idata: Any, name: str, delta: float, permutations: int, rng: np
     return max(peaks)
 
 
+def _factor_rng(seed: int, name: str) -> np.random.Generator:
+    """One shuffle stream per factor, so that a factor's noise level does not depend on which other
+    factors were tested (the fit tests ``Sigma_x`` alone, a report all of them)."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(zlib.crc32(name.encode()),)))
+
+
 def prior_sensitivity(
     idata: Any,
     *,
@@ -461,7 +468,6 @@ def prior_sensitivity(
     """
     if "log_prior" not in idata.groups() or "log_likelihood" not in idata.groups():
         raise ValueError("prior_sensitivity needs a fit's log_prior and log_likelihood groups (MCMC methods)")
-    rng = np.random.default_rng(seed)
     prior = {name: _psens(idata, "prior", name, delta) for name in idata.log_prior.data_vars}
     candidates = prior if noise_factors is None else noise_factors
     tested = [k for k, v in prior.items() if np.max(v) >= PRIOR_SENSITIVITY_MAX and k in candidates]
@@ -469,7 +475,7 @@ def prior_sensitivity(
         [str(c) for c in idata.posterior["theta"].coords["coef"].values],
         prior,
         _psens(idata, "likelihood", None, delta),
-        {name: _noise_level(idata, name, delta, permutations, rng) for name in tested},
+        {name: _noise_level(idata, name, delta, permutations, _factor_rng(seed, name)) for name in tested},
         PRIOR_SENSITIVITY_MAX,
     )
 

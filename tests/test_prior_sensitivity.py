@@ -89,9 +89,14 @@ def test_a_widely_spread_log_prior_that_ignores_theta_is_noise_not_sensitivity(n
     rng = np.random.default_rng(1)
     lp = noisy.log_prior["Sigma_x"]
     noisy.log_prior["Sigma_x"] = lp.copy(data=20.0 * rng.standard_normal(lp.shape))
+    noisy.log_prior["theta"] = lp.copy(data=20.0 * rng.standard_normal(lp.shape))
     ps = prior_sensitivity(noisy, noise_factors=("Sigma_x",))
     assert np.max(ps.prior["Sigma_x"]) >= PRIOR_SENSITIVITY_MAX
     assert ps.noise["Sigma_x"] > np.max(ps.prior["Sigma_x"]) and ps.sensitive("Sigma_x") == []
+    # a report tests every factor; each factor's noise level is the same as when it is tested alone
+    every = prior_sensitivity(noisy)
+    assert set(every.noise) == {"theta", "Sigma_x"} and every.noise["Sigma_x"] == ps.noise["Sigma_x"]
+    assert every.noise["theta"] == prior_sensitivity(noisy, noise_factors=("theta",)).noise["theta"]
     with warnings.catch_warnings():
         warnings.simplefilter("error", bd.PriorSensitivityWarning)
         _warn_if_prior_sensitive(get_sampler("normalx-nuts"), noisy)
