@@ -1,0 +1,234 @@
+"""Changes to ``normalx-nuts`` tried against the default's remaining failures, refitted on the coverage
+study's replications. None is adopted; this records what each did.
+
+    python studies/model_variants.py VARIANT CELL [CELL ...] [--reps 10] [--workers 2]
+        [--out docs/results/coverage]
+
+Each variant patches :mod:`bayes_dpreg.samplers.normalx_nuts` inside the worker processes only (the
+package is unchanged), then fits exactly as ``studies/coverage.py`` does (same data, split and
+release noise, seed 2026, the cell's prior, ``fit`` defaults):
+
+* ``matrix-f``: the paper's-simulation failure (``docs/prior.md``) comes from
+  ``Sigma_x ~ IW(diag(E[x^2]), d + 1)`` forbidding nearly collinear features. Give ``Lambda`` a
+  Wishart hyperprior ``W(Lambda / k, k)`` (mean ``Lambda``, ``k = d``) and integrate it out: the
+  matrix-F prior of Mulder & Pericchi (2018), ``p(Sigma) ~ |Sigma|^{(k-d-1)/2}
+  |I + k Lambda^{-1} Sigma|^{-(kappa+k)/2}``, whose precision has polynomial tails (the paper
+  draws its truth the same way: ``Lambda = V^T V ~ W(I, d)``). With the log-Cholesky Jacobian the
+  factor NUTS sees is ``sum_i (k - i) log L_ii - (kappa + k)/2 log|I + (chol(Lambda/k)^{-1} L)^T
+  (chol(Lambda/k)^{-1} L)|``.
+* ``softplus``: the same model (the IW prior), but the diagonal of ``Sigma_x``'s Cholesky factor is
+  ``L0_ii softplus(t + 1) / softplus(1)`` instead of ``L0_ii exp(t)`` (``t = v_scale z_ii``):
+  exponential below the pooled estimate, linear above it, so that the ``S~`` likelihood's wall on
+  a direction the release leaves unresolved is not exponentially stiff in the coordinate. Log-
+  Jacobian ``log sigmoid(t + 1)`` in place of ``log L_ii``.
+* ``matrix-f+softplus``: both.
+* ``dispersion``: the bike-sharing blocks' heterogeneity (``docs/prior.md``): ``S_j = L (n_j I +
+  sqrt(phi) (W_j - n_j I)) L^T`` with ``W_j ~ W(I, n_j)`` (the non-centred coordinates unchanged),
+  so ``S_j`` has mean ``n_j Sigma_x`` and ``phi`` times the Wishart's covariance;
+  ``log phi ~ N(0, 1)``, a NUTS coordinate.
+
+Rows are appended to ``model_variants_replications.csv`` under ``--out`` (a rerun skips what is
+there); ``model_variants.md`` compares each variant with the default's rows of the coverage run on
+the same replications.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import multiprocessing
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import coverage as cov  # noqa: E402  (studies/coverage.py)
+
+SEED = 2026
+VARIANTS = ("matrix-f", "softplus", "matrix-f+softplus", "dispersion")
+PHI_SD = 1.0
+
+
+def _matrix_f(nn) -> None:
+    import jax
+    import jax.numpy as jnp
+
+    def sigma_x_log_density(L, pr):
+        d = L.shape[-1]
+        k = float(d)
+        i = jnp.arange(d)
+        A = jax.scipy.linalg.solve_triangular(jnp.linalg.cholesky(jnp.asarray(pr.Lambda) / k), L, lower=True)
+        logdet = 2.0 * jnp.log(jnp.diagonal(jnp.linalg.cholesky(jnp.eye(d) + A.T @ A))).sum()
+        return ((k - i) * jnp.log(jnp.diagonal(L))).sum() - 0.5 * (pr.kappa + k) * logdet
+
+    nn.sigma_x_log_density = sigma_x_log_density
+
+
+def _softplus(nn) -> None:
+    import jax
+    import jax.numpy as jnp
+
+    from bayes_dpreg.linalg import from_log_cholesky
+
+    sp1 = float(jax.nn.softplus(1.0))
+
+    def L_of(xv, ref, d):
+        _, _, diag = nn._tril_indices(d)
+        t = ref.v_scale * xv[..., diag]
+        w = (ref.v0 + ref.v_scale * xv).at[..., diag].set(ref.v0[..., diag] + jnp.log(jax.nn.softplus(t + 1.0) / sp1))
+        return from_log_cholesky(w, d), t
+
+    def _c_of(xv, F, data, ref):
+        d = F.shape[-1]
+        rows, cols, diag = nn._tril_indices(d)
+        R = jax.scipy.linalg.solve_triangular(L_of(xv, ref, d)[0], F, lower=True) / jnp.sqrt(data.n)[:, None, None]
+        r = R[..., rows, cols]
+        return r.at[..., diag].set(jnp.log(r[..., diag])) / nn._c_scale(data, d)
+
+    def unpack(z, data, ref):
+        d = data.z_tilde.shape[1]
+        L = L_of(z["v"], ref, d)[0]
+        c = z["c"] + ref.omega * _c_of(z["v"], ref.F0, data, ref)
+        R = jnp.sqrt(data.n)[:, None, None] * from_log_cholesky(c * nn._c_scale(data, d), d)
+        F = L @ R
+        return L, R, F @ jnp.swapaxes(F, -1, -2), jnp.exp(z["ls2"])
+
+    def log_density(z, data, pr, ref):
+        d = data.z_tilde.shape[1]
+        L, R, S, sigma2 = unpack(z, data, ref)
+        t = L_of(z["v"], ref, d)[1]
+        jac = jax.nn.log_sigmoid(t + 1.0).sum() - jnp.log(jnp.diagonal(L)).sum()
+        return (nn.sigma_x_log_density(L, pr) + nn.wishart_log_density(R, data.n)
+                + nn.observed_log_density(S, sigma2, z["ls2"], data, pr) + jac)
+
+    nn._c_of, nn.unpack, nn.log_density = _c_of, unpack, log_density
+
+
+def _dispersion(nn) -> None:
+    import jax
+    import jax.numpy as jnp
+
+    from bayes_dpreg.linalg import from_log_cholesky
+
+    def unpack(z, data, ref):
+        d = data.z_tilde.shape[1]
+        L = from_log_cholesky(ref.v0 + ref.v_scale * z["v"], d)
+        c = z["c"] + ref.omega * nn._c_of(z["v"], ref.F0, data, ref)
+        R = jnp.sqrt(data.n)[:, None, None] * from_log_cholesky(c * nn._c_scale(data, d), d)
+        F = L @ R
+        sp = jnp.exp(0.5 * z["lphi"])
+        S = sp * (F @ jnp.swapaxes(F, -1, -2)) + ((1.0 - sp) * data.n)[:, None, None] * (L @ L.T)
+        return L, R, S, jnp.exp(z["ls2"])
+
+    def log_density(z, data, pr, ref):
+        L, R, S, sigma2 = unpack(z, data, ref)
+        return (nn.sigma_x_log_density(L, pr) + nn.wishart_log_density(R, data.n)
+                + nn.observed_log_density(S, sigma2, z["ls2"], data, pr) - 0.5 * (z["lphi"] / PHI_SD) ** 2)
+
+    def init(key, data, pr, settings):
+        J, d = data.z_tilde.shape
+        p = d * (d + 1) // 2
+        k_v, k_c, k_s, k_p, k_nuts = jax.random.split(key, 5)
+        dtype = data.S_tilde.dtype
+        z0 = {"v": jax.random.normal(k_v, (p,), dtype), "c": jax.random.normal(k_c, (J, p), dtype),
+              "ls2": jnp.log(jnp.asarray(pr.b, dtype)) + jax.random.normal(k_s, (), dtype),
+              "lphi": 0.3 * jax.random.normal(k_p, (), dtype)}
+        ref = nn.reference(data)
+        init_kernel, _ = nn.nuts_kernels(settings)
+        state = init_kernel(z0, settings.num_warmup, target_accept_prob=settings.target_accept_prob,
+                            max_tree_depth=settings.max_tree_depth,
+                            dense_mass=nn.mass_matrix(settings.dense_mass, p * (J + 1) + 2, p + 2,
+                                                      ("v", "ls2", "lphi")),
+                            model_args=(data, pr, ref), rng_key=k_nuts)
+        return nn.NCState(state, ref)
+
+    nn.unpack, nn.log_density, nn.init = unpack, log_density, init
+    nn.KERNEL = nn.KERNEL._replace(init=init)
+
+
+def _patch(variant: str) -> None:
+    from bayes_dpreg.samplers import normalx_nuts as nn
+
+    if "softplus" in variant:
+        _softplus(nn)
+    if "matrix-f" in variant:
+        _matrix_f(nn)
+    if variant == "dispersion":
+        _dispersion(nn)
+
+
+def _work(args: tuple[str, str, list[int], str]) -> list[dict]:
+    variant, cid, reps, data_dir = args
+    import bayes_dpreg as bd
+
+    bd.configure_threads()
+    bd.enable_x64()
+    _patch(variant)
+    cell = next(c for c in cov.cells(cid.split("-")[0]) if c["id"] == cid)
+
+    def priors(stats, rep):
+        return {variant: cov.replicate(cell, rep, SEED, data_dir)[2]}
+
+    return cov.fit_priors(cell, reps, SEED, data_dir, priors, ("normalx-nuts",), "variant")
+
+
+def _summary(out: Path) -> str:
+    new = cov._read(out / "model_variants_replications.csv")
+    lines = ["| cell | variant | reps | 90% coverage | 50% coverage | RMSE | fits with divergences | "
+             "R-hat > 1.01 | s / fit |", "|---|---|---|---|---|---|---|---|---|"]
+    for cid in dict.fromkeys(r["cell"] for r in new):
+        base = cov._read(out / f"{cid.split('-')[0]}_replications.csv")
+        srcs = {m: {int(r["rep"]): r for r in base if r["cell"] == cid and r["method"] == m}
+                for m in ("normalx-nuts", "fixeds")}
+        for v in dict.fromkeys(r["variant"] for r in new if r["cell"] == cid):
+            var = {int(r["rep"]): r for r in new if r["cell"] == cid and r["variant"] == v}
+            reps = sorted(set(var) & set(srcs["normalx-nuts"]) & set(srcs["fixeds"]))
+            for name, src in (("default", srcs["normalx-nuts"]), ("fixeds", srcs["fixeds"]), (v, var)):
+                lines.append(_row(cid, name, [src[i] for i in reps]))
+    return "\n".join(dict.fromkeys(lines))  # a cell's default and fixeds rows once per set of replications
+
+
+def _row(cid: str, name: str, rows: list[dict]) -> str:
+    def col(k: str) -> np.ndarray:
+        return np.array([cov._num(r, k) for r in rows])
+
+    def ms(k: str) -> str:
+        return f"{col(k).mean():.3f} ± {col(k).std(ddof=1) / np.sqrt(len(rows)):.3f}"
+
+    div = f"{(col('divergences') > 0).mean():.2f}" if name != "fixeds" else ""
+    rmse = np.sqrt(col("sq_error").mean())
+    return (f"| {cid} | {name} | {len(rows)} | {ms('cover90')} | {ms('cover50')} | {rmse:.3f} | {div} |"
+            f" {(col('max_rhat') > 1.01).mean():.2f} | {col('seconds').mean():.1f} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("variant", choices=VARIANTS)
+    ap.add_argument("cells", nargs="+")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--data-dir", default=str(cov.REPO.parent / "shared" / "data"))
+    ap.add_argument("--out", default=str(cov.REPO / "docs" / "results" / "coverage"))
+    args = ap.parse_args()
+    out = Path(args.out)
+    path = out / "model_variants_replications.csv"
+    done = {(r["cell"], int(r["rep"]), r["variant"]) for r in cov._read(path)}
+    jobs = [(args.variant, cid, [rep], args.data_dir) for cid in args.cells for rep in range(args.reps)
+            if (cid, rep, args.variant) not in done]
+    cov.FIELDS = cov.FIELDS + ["variant"]
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=ctx) as ex:
+        for rows in ex.map(_work, jobs):
+            cov._append(path, rows)
+            print(f"{rows[0]['cell']} rep {rows[0]['rep']} ({rows[0]['seconds']:.1f} s)", flush=True)
+    md = (f"command of the last run: `python studies/model_variants.py {' '.join(sys.argv[1:])}` (seed 2026; rows "
+          "accumulate over runs, listed in docs/prior.md); `default` and `fixeds` are the coverage study's rows on "
+          "the same replications. Seconds per fit: the variants' were measured while other studies shared the "
+          "cores and are not comparable with the default's.\n\n" + _summary(out) + "\n")
+    (out / "model_variants.md").write_text(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
