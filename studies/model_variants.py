@@ -22,6 +22,9 @@ release noise, seed 2026, the cell's prior, ``fit`` defaults):
   a direction the release leaves unresolved is not exponentially stiff in the coordinate. Log-
   Jacobian ``log sigmoid(t + 1)`` in place of ``log L_ii``.
 * ``matrix-f+softplus``: both.
+* ``lambda/100``: the default's ``Lambda = diag(E[x_k^2])`` divided by 100 (no patch): an
+  inverse-Wishart that allows eigenvalues of ``Sigma_x`` 100 times smaller, the crude version of
+  ``matrix-f``.
 * ``dispersion``: the bike-sharing blocks' heterogeneity (``docs/prior.md``): ``S_j = L (n_j I +
   sqrt(phi) (W_j - n_j I)) L^T`` with ``W_j ~ W(I, n_j)`` (the non-centred coordinates unchanged),
   so ``S_j`` has mean ``n_j Sigma_x`` and ``phi`` times the Wishart's covariance;
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import dataclasses
 import multiprocessing
 import sys
 from pathlib import Path
@@ -46,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import coverage as cov  # noqa: E402  (studies/coverage.py)
 
 SEED = 2026
-VARIANTS = ("matrix-f", "softplus", "matrix-f+softplus", "dispersion")
+VARIANTS = ("matrix-f", "softplus", "matrix-f+softplus", "dispersion", "lambda/100")
 PHI_SD = 1.0
 
 
@@ -161,6 +165,8 @@ def _patch(variant: str) -> None:
 def _work(args: tuple[str, str, list[int], str]) -> list[dict]:
     variant, cid, reps, data_dir = args
     import bayes_dpreg as bd
+    from bayes_dpreg.prior import prior_scales
+    from bayes_dpreg.release import stack_stats
 
     bd.configure_threads()
     bd.enable_x64()
@@ -168,7 +174,11 @@ def _work(args: tuple[str, str, list[int], str]) -> list[dict]:
     cell = next(c for c in cov.cells(cid.split("-")[0]) if c["id"] == cid)
 
     def priors(stats, rep):
-        return {variant: cov.replicate(cell, rep, SEED, data_dir)[2]}
+        prior = cov.replicate(cell, rep, SEED, data_dir)[2]
+        if variant.startswith("lambda/"):
+            ms = prior_scales(stack_stats(stats)).feature_ms
+            prior = dataclasses.replace(prior, Lambda=np.diag(ms) / float(variant.split("/")[1]))
+        return {variant: prior}
 
     return cov.fit_priors(cell, reps, SEED, data_dir, priors, ("normalx-nuts",), "variant")
 
