@@ -2,7 +2,7 @@
 study's replications. None is adopted; this records what each did.
 
     python studies/model_variants.py VARIANT CELL [CELL ...] [--reps 10] [--workers 2]
-        [--out docs/results/coverage]
+        [--target-accept 0.8] [--out docs/results/coverage]
 
 Each variant patches :mod:`bayes_dpreg.samplers.normalx_nuts` inside the worker processes only (the
 package is unchanged), then fits exactly as ``studies/coverage.py`` does (same data, split and
@@ -25,6 +25,12 @@ release noise, seed 2026, the cell's prior, ``fit`` defaults):
 * ``lambda/100``: the default's ``Lambda = diag(E[x_k^2])`` divided by 100 (no patch): an
   inverse-Wishart that allows eigenvalues of ``Sigma_x`` 100 times smaller, the crude version of
   ``matrix-f``.
+* ``lkj``: a separation prior in place of the inverse-Wishart (Barnard, McCulloch & Meng 2000):
+  ``Sigma_x = D Omega D``, ``log D_kk ~ N(log sqrt(E[x_k^2]), 1)``, ``Omega ~ LKJ(1)`` (uniform
+  over correlation matrices), sampled in ``(log D, w)`` with ``chol(Omega)`` NumPyro's
+  ``CorrCholeskyTransform(w)`` (its log-Jacobian added), both centred at the pooled estimate. Its
+  density near a singular ``Omega`` is polynomial: no doubly exponential wall in a direction the
+  release leaves free.
 * ``dispersion``: the bike-sharing blocks' heterogeneity (``docs/prior.md``): ``S_j = L (n_j I +
   sqrt(phi) (W_j - n_j I)) L^T`` with ``W_j ~ W(I, n_j)`` (the non-centred coordinates unchanged),
   so ``S_j`` has mean ``n_j Sigma_x`` and ``phi`` times the Wishart's covariance;
@@ -40,6 +46,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import dataclasses
+import functools
 import multiprocessing
 import sys
 from pathlib import Path
@@ -50,8 +57,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import coverage as cov  # noqa: E402  (studies/coverage.py)
 
 SEED = 2026
-VARIANTS = ("matrix-f", "softplus", "matrix-f+softplus", "dispersion", "lambda/100")
+VARIANTS = ("matrix-f", "softplus", "matrix-f+softplus", "dispersion", "lambda/100", "lkj")
 PHI_SD = 1.0
+LKJ_ETA, LKJ_SCALE_SD = 1.0, 1.0
 
 
 def _matrix_f(nn) -> None:
@@ -151,6 +159,57 @@ def _dispersion(nn) -> None:
     nn.KERNEL = nn.KERNEL._replace(init=init)
 
 
+def _lkj(nn) -> None:
+    import jax
+    import jax.numpy as jnp
+    import numpyro.distributions as dist
+    from numpyro.distributions.transforms import CorrCholeskyTransform
+
+    from bayes_dpreg.linalg import from_log_cholesky
+
+    corr = CorrCholeskyTransform()
+
+    def centre(ref, d):
+        L0 = from_log_cholesky(ref.v0, d)
+        tau0 = jnp.sqrt((L0**2).sum(-1))
+        return jnp.log(tau0), corr.inv(L0 / tau0[:, None])
+
+    def parts(xv, ref, d):
+        lt0, w0 = centre(ref, d)
+        lt, w = lt0 + ref.v_scale * xv[:d], w0 + ref.v_scale * xv[d:]
+        return lt, w, corr(w)
+
+    def L_of(xv, ref, d):
+        lt, _, L_omega = parts(xv, ref, d)
+        return jnp.exp(lt)[:, None] * L_omega
+
+    def _c_of(xv, F, data, ref):
+        d = F.shape[-1]
+        rows, cols, diag = nn._tril_indices(d)
+        R = jax.scipy.linalg.solve_triangular(L_of(xv, ref, d), F, lower=True) / jnp.sqrt(data.n)[:, None, None]
+        r = R[..., rows, cols]
+        return r.at[..., diag].set(jnp.log(r[..., diag])) / nn._c_scale(data, d)
+
+    def unpack(z, data, ref):
+        d = data.z_tilde.shape[1]
+        L = L_of(z["v"], ref, d)
+        c = z["c"] + ref.omega * _c_of(z["v"], ref.F0, data, ref)
+        R = jnp.sqrt(data.n)[:, None, None] * from_log_cholesky(c * nn._c_scale(data, d), d)
+        F = L @ R
+        return L, R, F @ jnp.swapaxes(F, -1, -2), jnp.exp(z["ls2"])
+
+    def log_density(z, data, pr, ref):
+        d = data.z_tilde.shape[1]
+        L, R, S, sigma2 = unpack(z, data, ref)
+        lt, w, L_omega = parts(z["v"], ref, d)
+        centre_lt = 0.5 * jnp.log(jnp.diagonal(jnp.asarray(pr.Lambda)))  # log sqrt(E[x_k^2])
+        prior = (-0.5 * ((lt - centre_lt) / LKJ_SCALE_SD) ** 2).sum() + dist.LKJCholesky(d, LKJ_ETA).log_prob(
+            L_omega) + corr.log_abs_det_jacobian(w, L_omega)
+        return prior + nn.wishart_log_density(R, data.n) + nn.observed_log_density(S, sigma2, z["ls2"], data, pr)
+
+    nn._c_of, nn.unpack, nn.log_density = _c_of, unpack, log_density
+
+
 def _patch(variant: str) -> None:
     from bayes_dpreg.samplers import normalx_nuts as nn
 
@@ -160,10 +219,12 @@ def _patch(variant: str) -> None:
         _matrix_f(nn)
     if variant == "dispersion":
         _dispersion(nn)
+    if variant == "lkj":
+        _lkj(nn)
 
 
-def _work(args: tuple[str, str, list[int], str]) -> list[dict]:
-    variant, cid, reps, data_dir = args
+def _work(args: tuple[str, str, list[int], str, float]) -> list[dict]:
+    variant, cid, reps, data_dir, target_accept = args
     import bayes_dpreg as bd
     from bayes_dpreg.prior import prior_scales
     from bayes_dpreg.release import stack_stats
@@ -171,6 +232,9 @@ def _work(args: tuple[str, str, list[int], str]) -> list[dict]:
     bd.configure_threads()
     bd.enable_x64()
     _patch(variant)
+    if target_accept != 0.8 and not hasattr(bd.fit, "target_accept"):  # once per worker process
+        bd.fit = functools.partial(bd.fit, target_accept_prob=target_accept)
+        bd.fit.target_accept = target_accept
     cell = next(c for c in cov.cells(cid.split("-")[0]) if c["id"] == cid)
 
     def priors(stats, rep):
@@ -218,18 +282,22 @@ def main() -> None:
     ap.add_argument("cells", nargs="+")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--target-accept", type=float, default=0.8, help="NUTS target; other than 0.8 it joins the label")
     ap.add_argument("--data-dir", default=str(cov.REPO.parent / "shared" / "data"))
     ap.add_argument("--out", default=str(cov.REPO / "docs" / "results" / "coverage"))
     args = ap.parse_args()
     out = Path(args.out)
     path = out / "model_variants_replications.csv"
+    label = args.variant if args.target_accept == 0.8 else f"{args.variant}, target accept {args.target_accept:g}"
     done = {(r["cell"], int(r["rep"]), r["variant"]) for r in cov._read(path)}
-    jobs = [(args.variant, cid, [rep], args.data_dir) for cid in args.cells for rep in range(args.reps)
-            if (cid, rep, args.variant) not in done]
+    jobs = [(args.variant, cid, [rep], args.data_dir, args.target_accept) for cid in args.cells
+            for rep in range(args.reps) if (cid, rep, label) not in done]
     cov.FIELDS = cov.FIELDS + ["variant"]
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=ctx) as ex:
         for rows in ex.map(_work, jobs):
+            for r in rows:
+                r["variant"] = label
             cov._append(path, rows)
             print(f"{rows[0]['cell']} rep {rows[0]['rep']} ({rows[0]['seconds']:.1f} s)", flush=True)
     md = (f"command of the last run: `python studies/model_variants.py {' '.join(sys.argv[1:])}` (seed 2026; rows "
