@@ -77,6 +77,33 @@ def _matrix_f(nn) -> None:
     nn.sigma_x_log_density = sigma_x_log_density
 
 
+def _install_cholesky(nn, L_of) -> None:
+    """Replace ``normalx_nuts``' map from ``v`` to ``Sigma_x``'s Cholesky factor (the log-Cholesky
+    ``from_log_cholesky(v0 + v_scale v)``) by ``L_of(xv, ref, d)`` in both places it enters:
+    the partial centring of the ``c_j`` (``_c_of``) and :func:`unpack`."""
+    import jax
+    import jax.numpy as jnp
+
+    from bayes_dpreg.linalg import from_log_cholesky
+
+    def _c_of(xv, F, data, ref):
+        d = F.shape[-1]
+        rows, cols, diag = nn._tril_indices(d)
+        R = jax.scipy.linalg.solve_triangular(L_of(xv, ref, d), F, lower=True) / jnp.sqrt(data.n)[:, None, None]
+        r = R[..., rows, cols]
+        return r.at[..., diag].set(jnp.log(r[..., diag])) / nn._c_scale(data, d)
+
+    def unpack(z, data, ref):
+        d = data.z_tilde.shape[1]
+        L = L_of(z["v"], ref, d)
+        c = z["c"] + ref.omega * _c_of(z["v"], ref.F0, data, ref)
+        R = jnp.sqrt(data.n)[:, None, None] * from_log_cholesky(c * nn._c_scale(data, d), d)
+        F = L @ R
+        return L, R, F @ jnp.swapaxes(F, -1, -2), jnp.exp(z["ls2"])
+
+    nn._c_of, nn.unpack = _c_of, unpack
+
+
 def _softplus(nn) -> None:
     import jax
     import jax.numpy as jnp
@@ -85,36 +112,23 @@ def _softplus(nn) -> None:
 
     sp1 = float(jax.nn.softplus(1.0))
 
+    def diagonal(xv, ref, d):
+        return ref.v_scale * xv[..., nn._tril_indices(d)[2]]
+
     def L_of(xv, ref, d):
-        _, _, diag = nn._tril_indices(d)
-        t = ref.v_scale * xv[..., diag]
+        diag, t = nn._tril_indices(d)[2], diagonal(xv, ref, d)
         w = (ref.v0 + ref.v_scale * xv).at[..., diag].set(ref.v0[..., diag] + jnp.log(jax.nn.softplus(t + 1.0) / sp1))
-        return from_log_cholesky(w, d), t
-
-    def _c_of(xv, F, data, ref):
-        d = F.shape[-1]
-        rows, cols, diag = nn._tril_indices(d)
-        R = jax.scipy.linalg.solve_triangular(L_of(xv, ref, d)[0], F, lower=True) / jnp.sqrt(data.n)[:, None, None]
-        r = R[..., rows, cols]
-        return r.at[..., diag].set(jnp.log(r[..., diag])) / nn._c_scale(data, d)
-
-    def unpack(z, data, ref):
-        d = data.z_tilde.shape[1]
-        L = L_of(z["v"], ref, d)[0]
-        c = z["c"] + ref.omega * _c_of(z["v"], ref.F0, data, ref)
-        R = jnp.sqrt(data.n)[:, None, None] * from_log_cholesky(c * nn._c_scale(data, d), d)
-        F = L @ R
-        return L, R, F @ jnp.swapaxes(F, -1, -2), jnp.exp(z["ls2"])
+        return from_log_cholesky(w, d)
 
     def log_density(z, data, pr, ref):
         d = data.z_tilde.shape[1]
-        L, R, S, sigma2 = unpack(z, data, ref)
-        t = L_of(z["v"], ref, d)[1]
-        jac = jax.nn.log_sigmoid(t + 1.0).sum() - jnp.log(jnp.diagonal(L)).sum()
+        L, R, S, sigma2 = nn.unpack(z, data, ref)
+        jac = jax.nn.log_sigmoid(diagonal(z["v"], ref, d) + 1.0).sum() - jnp.log(jnp.diagonal(L)).sum()
         return (nn.sigma_x_log_density(L, pr) + nn.wishart_log_density(R, data.n)
                 + nn.observed_log_density(S, sigma2, z["ls2"], data, pr) + jac)
 
-    nn._c_of, nn.unpack, nn.log_density = _c_of, unpack, log_density
+    _install_cholesky(nn, L_of)
+    nn.log_density = log_density
 
 
 def _dispersion(nn) -> None:
@@ -160,7 +174,6 @@ def _dispersion(nn) -> None:
 
 
 def _lkj(nn) -> None:
-    import jax
     import jax.numpy as jnp
     import numpyro.distributions as dist
     from numpyro.distributions.transforms import CorrCholeskyTransform
@@ -183,31 +196,17 @@ def _lkj(nn) -> None:
         lt, _, L_omega = parts(xv, ref, d)
         return jnp.exp(lt)[:, None] * L_omega
 
-    def _c_of(xv, F, data, ref):
-        d = F.shape[-1]
-        rows, cols, diag = nn._tril_indices(d)
-        R = jax.scipy.linalg.solve_triangular(L_of(xv, ref, d), F, lower=True) / jnp.sqrt(data.n)[:, None, None]
-        r = R[..., rows, cols]
-        return r.at[..., diag].set(jnp.log(r[..., diag])) / nn._c_scale(data, d)
-
-    def unpack(z, data, ref):
-        d = data.z_tilde.shape[1]
-        L = L_of(z["v"], ref, d)
-        c = z["c"] + ref.omega * _c_of(z["v"], ref.F0, data, ref)
-        R = jnp.sqrt(data.n)[:, None, None] * from_log_cholesky(c * nn._c_scale(data, d), d)
-        F = L @ R
-        return L, R, F @ jnp.swapaxes(F, -1, -2), jnp.exp(z["ls2"])
-
     def log_density(z, data, pr, ref):
         d = data.z_tilde.shape[1]
-        L, R, S, sigma2 = unpack(z, data, ref)
+        L, R, S, sigma2 = nn.unpack(z, data, ref)
         lt, w, L_omega = parts(z["v"], ref, d)
         centre_lt = 0.5 * jnp.log(jnp.diagonal(jnp.asarray(pr.Lambda)))  # log sqrt(E[x_k^2])
         prior = (-0.5 * ((lt - centre_lt) / LKJ_SCALE_SD) ** 2).sum() + dist.LKJCholesky(d, LKJ_ETA).log_prob(
             L_omega) + corr.log_abs_det_jacobian(w, L_omega)
         return prior + nn.wishart_log_density(R, data.n) + nn.observed_log_density(S, sigma2, z["ls2"], data, pr)
 
-    nn._c_of, nn.unpack, nn.log_density = _c_of, unpack, log_density
+    _install_cholesky(nn, L_of)
+    nn.log_density = log_density
 
 
 def _patch(variant: str) -> None:
