@@ -222,11 +222,25 @@ def _patch(variant: str) -> None:
         _lkj(nn)
 
 
+def lambda_shrink(variant: str | None) -> float:
+    """The factor by which a ``lambda/K`` variant divides the default ``Lambda`` (1 for the others)."""
+    return float(variant.split("/")[1]) if variant and variant.startswith("lambda/") else 1.0
+
+
+def variant_prior(prior, stats, variant: str | None):
+    """The cell's prior as the variant fits it: for ``lambda/K``, ``Lambda = diag(E[x_k^2]) / K``."""
+    from bayes_dpreg.prior import prior_scales
+    from bayes_dpreg.release import stack_stats
+
+    if lambda_shrink(variant) == 1.0:
+        return prior
+    ms = prior_scales(stack_stats(stats)).feature_ms
+    return dataclasses.replace(prior, Lambda=np.diag(ms) / lambda_shrink(variant))
+
+
 def _work(args: tuple[str, str, list[int], str, float]) -> list[dict]:
     variant, cid, reps, data_dir, target_accept = args
     import bayes_dpreg as bd
-    from bayes_dpreg.prior import prior_scales
-    from bayes_dpreg.release import stack_stats
 
     bd.configure_threads()
     bd.enable_x64()
@@ -237,11 +251,7 @@ def _work(args: tuple[str, str, list[int], str, float]) -> list[dict]:
     cell = next(c for c in cov.cells(cid.split("-")[0]) if c["id"] == cid)
 
     def priors(stats, rep):
-        prior = cov.replicate(cell, rep, SEED, data_dir)[2]
-        if variant.startswith("lambda/"):
-            ms = prior_scales(stack_stats(stats)).feature_ms
-            prior = dataclasses.replace(prior, Lambda=np.diag(ms) / float(variant.split("/")[1]))
-        return {variant: prior}
+        return {variant: variant_prior(cov.replicate(cell, rep, SEED, data_dir)[2], stats, variant)}
 
     return cov.fit_priors(cell, reps, SEED, data_dir, priors, ("normalx-nuts",), "variant")
 

@@ -15,7 +15,6 @@ default prior mode's scale, the features' mean square over ``2d + 2``.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import warnings
 from pathlib import Path
@@ -53,9 +52,8 @@ def refit(cid: str, rep: int, variant: str | None, data_dir: str) -> None:
         warnings.simplefilter("ignore")
         stats = cov._releases(X, y, cell["J"], cell["eps"], s_noise, {"ssp"})["ssp"]
         ms = prior_scales(stack_stats(stats)).feature_ms
-        shrink = float(variant.split("/")[1]) if variant and variant.startswith("lambda/") else 1.0
-        if shrink != 1.0:
-            prior = dataclasses.replace(prior, Lambda=np.diag(ms) / shrink)
+        shrink = mv.lambda_shrink(variant)
+        prior = mv.variant_prior(prior, stats, variant)
         idata = bd.fit(stats, "normalx-nuts", prior, seed=rep)
     pr = idata.posterior.attrs
     d = X.shape[1]
