@@ -33,6 +33,7 @@ __all__ = [
     "ConvergenceWarning",
     "Convergence",
     "convergence",
+    "separated_chains",
     "noise_to_signal",
     "HeterogeneityWarning",
     "Heterogeneity",
@@ -135,7 +136,9 @@ class ConvergenceWarning(UserWarning):
 
 class Convergence(NamedTuple):
     """Rank-normalised split R-hat and bulk/tail ESS (Vehtari et al. 2021, via ArviZ) of the
-    scalar quantities in ``var_names``, the worst of each, and the verdict."""
+    scalar quantities in ``var_names``, the worst of each, and the verdict; ``separated``: the
+    scalars whose chains sit in separate modes (:func:`separated_chains`), with ``sigma2_bound``
+    (``y_bound^2``, above which the declared bound rules ``sigma_y^2`` out) for the message."""
 
     r_hat: dict[str, float]
     ess_bulk: dict[str, float]
@@ -144,6 +147,8 @@ class Convergence(NamedTuple):
     num_chains: int
     rhat_max: float
     ess_min: float
+    separated: dict[str, list[float]] | None = None
+    sigma2_bound: float | None = None
 
     @property
     def max_rhat(self) -> float:
@@ -163,6 +168,7 @@ class Convergence(NamedTuple):
             self.max_rhat <= self.rhat_max
             and min(self.min_ess_bulk, self.min_ess_tail) >= self.ess_min
             and self.divergences == 0
+            and not self.separated
         )
 
     def message(self, method: str) -> str:
@@ -178,6 +184,8 @@ class Convergence(NamedTuple):
                 )
         if self.divergences:
             problems.append(f"{self.divergences} divergent transitions after warm-up")
+        if self.separated:
+            problems.append(_modes_message(self.separated, self.sigma2_bound))
         if not problems:
             return ""
         advice = (
@@ -185,10 +193,50 @@ class Convergence(NamedTuple):
         )
         if self.divergences:
             advice = "raise target_accept_prob (e.g. 0.95); " + advice
+        if self.separated:
+            advice = (
+                "more draws will not join separate modes. Compare with method='fixeds', check whether the parties' "
+                "features differ (HeterogeneityWarning), and do not report either mode's intervals alone"
+            )
         return (
             f"method {method!r}: {'; '.join(problems)}. The chains have not converged: do not report these "
             f"intervals. To fix: {advice}."
         )
+
+
+def _modes_message(separated: dict[str, list[float]], sigma2_bound: float | None) -> str:
+    name, means = next(iter(separated.items()))
+    text = f"the chains sit in separate modes of {name} (chain means {', '.join(f'{m:.3g}' for m in means)})"
+    if "sigma2" in separated and sigma2_bound is not None and max(separated["sigma2"]) > sigma2_bound:
+        text += (
+            f", some with sigma2 above y_bound^2 = {sigma2_bound:.3g}, which the declared bound on |y| rules out: "
+            "the model does not fit these statistics there (seen with parties whose feature distributions differ)"
+        )
+    return text
+
+
+SEPARATION = 5.0  # chain means this many pooled within-chain sds apart: separate modes, not slow mixing
+
+
+def separated_chains(post: Any, names: Sequence[str], gap: float = SEPARATION) -> dict[str, list[float]]:
+    """Scalars whose chains sit in separate modes: two chain means (of ``log`` for the positive
+    ``sigma2``) more than ``gap`` pooled within-chain standard deviations apart, the most separated
+    first, as ``{label: chain means}``. Slow mixing gives R-hat above 1.01 with chain means
+    a fraction of a standard deviation apart; separate modes do not merge with more draws."""
+    found = []
+    for name in names:
+        if name not in post:
+            continue
+        x = np.asarray(post[name].values, dtype=np.float64)
+        x = x.reshape(x.shape[0], x.shape[1], -1)
+        y = np.log(x) if name == "sigma2" and np.all(x > 0) else x
+        sd = np.sqrt(y.var(axis=1, ddof=1).mean(0))
+        m = y.mean(1)
+        z = (m.max(0) - m.min(0)) / np.where(sd > 0, sd, np.inf)
+        for k in np.flatnonzero(z > gap):
+            label = name if x.shape[-1] == 1 else f"{name}[{k}]"
+            found.append((float(z[k]), label, [float(v) for v in x[:, :, k].mean(1)]))
+    return {label: means for _, label, means in sorted(found, key=lambda t: -t[0])}
 
 
 def _scalar_values(ds: Any, var_names: Sequence[str]) -> dict[str, float]:
@@ -207,7 +255,12 @@ def _scalar_values(ds: Any, var_names: Sequence[str]) -> dict[str, float]:
 
 
 def convergence(
-    idata: Any, var_names: Sequence[str] = ("theta", "sigma2"), *, rhat_max: float = 1.01, ess_per_chain: float = 100.0
+    idata: Any,
+    var_names: Sequence[str] = ("theta", "sigma2"),
+    *,
+    rhat_max: float = 1.01,
+    ess_per_chain: float = 100.0,
+    sigma2_bound: float | None = None,
 ) -> Convergence:
     """R-hat and ESS of ``var_names`` in ``idata.posterior``; the thresholds are those of
     Vehtari et al. (2021): R-hat <= 1.01 and ESS >= 100 per chain."""
@@ -229,6 +282,8 @@ def convergence(
         num_chains,
         rhat_max,
         ess_per_chain * num_chains,
+        separated_chains(post, names) if num_chains > 1 else {},
+        sigma2_bound,
     )
 
 

@@ -239,12 +239,13 @@ def _warn_if_unreliable(sampler: Sampler, idata: az.InferenceData, st: Any) -> N
     _warn_if_heterogeneous(sampler, idata, st)
     _warn_if_prior_sensitive(sampler, idata)
     if sampler.kind == "mcmc":
-        conv = convergence(idata)
+        conv = convergence(idata, sigma2_bound=float(np.max(st.y_bound)) ** 2)
         idata.posterior.attrs.update(
             max_rhat=conv.max_rhat,
             min_ess_bulk=conv.min_ess_bulk,
             min_ess_tail=conv.min_ess_tail,
             converged=int(conv.ok),
+            separated_modes=", ".join(conv.separated or {}),
         )
         if not conv.ok:
             warnings.warn(conv.message(sampler.name), ConvergenceWarning, stacklevel=3)

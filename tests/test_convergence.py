@@ -30,6 +30,7 @@ def test_a_converged_fit_raises_none():
         idata = bd.fit(_stats(), seed=3)
     at = idata.posterior.attrs
     assert at["converged"] == 1 and at["max_rhat"] <= 1.01 and at["min_ess_bulk"] >= 400
+    assert at["separated_modes"] == ""
     assert at["party_dispersion"] < 2 and 0 < at["party_dispersion_p"] <= 1
 
 
@@ -95,3 +96,33 @@ def test_intercept_prior_gives_the_intercept_the_y_scale():
     pr = bd.Prior().resolve_intercept(2, sc)
     np.testing.assert_allclose(np.diag(pr.C), 4.0 / (4 * 3 * np.array([1.0, 0.5, 4.0])))
     np.testing.assert_allclose(pr.Lambda, np.diag([0.5, 4.0]))
+
+
+def _posterior(theta_offsets, sigma2_centres, seed=0, draws=500):
+    import arviz as az
+
+    rng = np.random.default_rng(seed)
+    chains = len(theta_offsets)
+    theta = np.asarray(theta_offsets)[:, None, None] + rng.standard_normal((chains, draws, 2))
+    sigma2 = np.asarray(sigma2_centres)[:, None] * np.exp(0.3 * rng.standard_normal((chains, draws)))
+    return az.from_dict(posterior={"theta": theta, "sigma2": sigma2})
+
+
+def test_chains_in_separate_modes_are_named_with_what_more_draws_cannot_do():
+    # the bike-sharing blocks' failure (studies/stuck_chains.py): one chain at sigma2 ~ 250 against 0.01
+    conv = convergence(_posterior([0, 0, 0, 0], [0.01, 0.01, 0.01, 250.0]), sigma2_bound=13.3)
+    assert list(conv.separated) == ["sigma2"] and not conv.ok
+    assert conv.separated["sigma2"][3] > 100 > 0.1 > conv.separated["sigma2"][0]
+    msg = conv.message("normalx-nuts")
+    assert "separate modes of sigma2" in msg and "above y_bound^2 = 13.3" in msg and "will not join" in msg
+    # theta's chains 8 sds apart are separate too; under the bound, no word about it
+    conv = convergence(_posterior([0, 0, 8, 0], [1, 1, 1, 1]), sigma2_bound=13.3)
+    assert sorted(conv.separated) == ["theta[0]", "theta[1]"] and "y_bound" not in conv.message("m")
+
+
+def test_slow_mixing_is_not_taken_for_separate_modes():
+    # chain means half a standard deviation apart: R-hat well above 1.01, one mode
+    conv = convergence(_posterior([0, 0.5, 0, -0.5], [0.01, 0.015, 0.01, 0.007]), sigma2_bound=13.3)
+    assert conv.max_rhat > 1.01 and not conv.ok and conv.separated == {}
+    assert "separate modes" not in conv.message("m") and "raise num_warmup" in conv.message("m")
+    assert convergence(_posterior([0, 0, 0, 0], [1, 1, 1, 1])).separated == {}
