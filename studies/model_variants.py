@@ -35,6 +35,11 @@ release noise, seed 2026, the cell's prior, ``fit`` defaults):
   sqrt(phi) (W_j - n_j I)) L^T`` with ``W_j ~ W(I, n_j)`` (the non-centred coordinates unchanged),
   so ``S_j`` has mean ``n_j Sigma_x`` and ``phi`` times the Wishart's covariance;
   ``log phi ~ N(0, 1)``, a NUTS coordinate.
+* ``sigma2-cap``: the bike-sharing blocks' stuck chains (``studies/stuck_chains.py``) sit at
+  ``sigma_y^2`` up to 10^4 times the truth's. The declared bound caps it: ``|y| <= y_bound``
+  implies ``sigma_y^2 = Var(y | x) <= y_bound^2`` (of the clipped ``y`` the release saw), so the
+  variant gives zero density above ``y_bound^2`` (largest over parties); NUTS rejects a proposal
+  past the wall.
 
 Rows are appended to ``model_variants_replications.csv`` under ``--out`` (a rerun skips what is
 there); ``model_variants.md`` compares each variant with the default's rows of the coverage run on
@@ -57,7 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import coverage as cov  # noqa: E402  (studies/coverage.py)
 
 SEED = 2026
-VARIANTS = ("matrix-f", "softplus", "matrix-f+softplus", "dispersion", "lambda/100", "lkj")
+VARIANTS = ("matrix-f", "softplus", "matrix-f+softplus", "dispersion", "lambda/100", "lkj", "sigma2-cap")
 PHI_SD = 1.0
 LKJ_ETA, LKJ_SCALE_SD = 1.0, 1.0
 
@@ -209,6 +214,17 @@ def _lkj(nn) -> None:
     nn.log_density = log_density
 
 
+def _sigma2_cap(nn) -> None:
+    import jax.numpy as jnp
+
+    uncapped = nn.observed_log_density
+
+    def observed_log_density(S, sigma2, ls2, data, pr):
+        return jnp.where(sigma2 > data.y_bound**2, -jnp.inf, uncapped(S, sigma2, ls2, data, pr))
+
+    nn.observed_log_density = observed_log_density
+
+
 def _patch(variant: str) -> None:
     from bayes_dpreg.samplers import normalx_nuts as nn
 
@@ -220,6 +236,8 @@ def _patch(variant: str) -> None:
         _dispersion(nn)
     if variant == "lkj":
         _lkj(nn)
+    if variant == "sigma2-cap":
+        _sigma2_cap(nn)
 
 
 def lambda_shrink(variant: str | None) -> float:

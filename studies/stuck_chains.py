@@ -1,0 +1,100 @@
+"""What the default's non-converged fits on bike-sharing blocks look like, chain by chain.
+
+    python studies/stuck_chains.py CELL [--reps 25 48 ...] [--variant V] [--out docs/results/coverage]
+
+Refits ``normalx-nuts`` exactly as ``studies/coverage.py`` did (same data, split, release noise and
+seed, the cell's prior, ``fit`` defaults) on the replications given, by default those whose max
+R-hat in the coverage run exceeded 1.01, and prints per chain the mean of ``sigma_y^2`` and of the
+log density NUTS targets (``lp``, theta integrated out). With ``--variant`` the fit is patched as
+in ``studies/model_variants.py`` first (e.g. ``sigma2-cap``). Rows go to ``stuck_chains.md`` under
+``--out`` (a rerun of a replication and variant replaces its row).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import coverage as cov  # noqa: E402  (studies/coverage.py)
+import model_variants as mv  # noqa: E402
+
+HEADER = ("| cell | rep | variant | y_bound^2 | max R-hat | min bulk ESS | sigma_y^2 per chain (mean) "
+          "| lp per chain (mean) | outlier's lp - others' | divergences | 90% coverage | s |")
+PREAMBLE = ("command: `python studies/stuck_chains.py CELL [--variant V]` (seed 2026; one row per refit, 4 chains x "
+            "(500 + 500) draws; lp: the log density NUTS samples, theta integrated out; the outlier is the chain whose "
+            "sigma_y^2 is farthest from the median chain's)\n\n")
+
+
+def failing_reps(cid: str, out: Path, threshold: float = 1.01) -> list[int]:
+    """Replications of ``cid`` whose default fit in the coverage run had max R-hat above ``threshold``."""
+    rows = cov._read(out / f"{cid.split('-')[0]}_replications.csv")
+    return sorted(int(r["rep"]) for r in rows
+                  if r["cell"] == cid and r["method"] == "normalx-nuts" and cov._num(r, "max_rhat") > threshold)
+
+
+def refit(cell: dict, rep: int, data_dir: str, variant: str | None) -> dict:
+    """One refit of replication ``rep``; per-chain summaries of ``sigma_y^2`` and ``lp``."""
+    import arviz as az
+
+    import bayes_dpreg as bd
+
+    (X, y, s_noise), theta, prior = cov.replicate(cell, rep, mv.SEED, data_dir)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stats = cov._releases(X, y, cell["J"], cell["eps"], s_noise, {"ssp"})["ssp"]
+        t0 = time.perf_counter()
+        idata = bd.fit(stats, "normalx-nuts", mv.variant_prior(prior, stats, variant), seed=rep)
+        seconds = time.perf_counter() - t0
+    post, ss = idata.posterior, idata.sample_stats
+    rhat, ess = az.rhat(post), az.ess(post, method="bulk")
+    lp = ss["lp"].values.mean(1)
+    s2 = post["sigma2"].values.mean(1)
+    far = int(np.argmax(np.abs(np.log(s2) - np.median(np.log(s2)))))
+    lo, hi = np.quantile(post["theta"].values.reshape(-1, theta.size), [0.05, 0.95], axis=0)
+    return dict(
+        rep=rep, y_bound2=float(np.max([s.y_bound for s in stats])) ** 2,
+        rhat=float(max(rhat[v].max() for v in post.data_vars)), ess=float(min(ess[v].min() for v in post.data_vars)),
+        s2=s2, lp=lp, lp_gap=float(lp[far] - np.delete(lp, far).mean()),
+        div=int(ss["diverging"].values.sum()), cover90=float(np.mean((lo <= theta) & (theta <= hi))), seconds=seconds,
+    )
+
+
+def row(cid: str, variant: str | None, r: dict) -> str:
+    s2 = ", ".join(f"{v:.3g}" for v in r["s2"])
+    lp = ", ".join(f"{v:.0f}" for v in r["lp"])
+    return (f"| {cid} | {r['rep']} | {variant or 'default'} | {r['y_bound2']:.2f} | {r['rhat']:.3f} | {r['ess']:.0f} "
+            f"| {s2} | {lp} | {r['lp_gap']:+.0f} | {r['div']} | {r['cover90']:.2f} | {r['seconds']:.0f} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("cell")
+    ap.add_argument("--reps", type=int, nargs="*", help="default: the coverage run's fits with max R-hat > 1.01")
+    ap.add_argument("--variant", choices=mv.VARIANTS)
+    ap.add_argument("--data-dir", default=str(cov.REPO.parent / "shared" / "data"))
+    ap.add_argument("--out", default=str(cov.REPO / "docs" / "results" / "coverage"))
+    args = ap.parse_args()
+    import bayes_dpreg as bd
+
+    bd.configure_threads()
+    bd.enable_x64()
+    if args.variant:
+        mv._patch(args.variant)
+    out = Path(args.out)
+    cell = next(c for c in cov.cells(args.cell.split("-")[0]) if c["id"] == args.cell)
+    md = out / "stuck_chains.md"
+    for rep in args.reps or failing_reps(args.cell, out):
+        line = row(args.cell, args.variant, refit(cell, rep, args.data_dir, args.variant))
+        print(line, flush=True)
+        key = line.split(" | ")[:3]
+        lines = [x for x in (md.read_text().splitlines()[4:] if md.exists() else []) if x.split(" | ")[:3] != key]
+        md.write_text(PREAMBLE + "\n".join([HEADER, "|---" * (HEADER.count("|") - 1) + "|", *lines, line]) + "\n")
+
+if __name__ == "__main__":
+    main()
