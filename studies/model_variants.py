@@ -40,6 +40,9 @@ release noise, seed 2026, the cell's prior, ``fit`` defaults):
   implies ``sigma_y^2 = Var(y | x) <= y_bound^2`` (of the clipped ``y`` the release saw), so the
   variant gives zero density above ``y_bound^2`` (largest over parties); NUTS rejects a proposal
   past the wall.
+* ``sigma2-cap-smooth``: the same truncated posterior without a wall: the coordinate ``u`` gives
+  ``sigma_y^2 = B sigmoid(u - log B)`` with ``B = y_bound^2`` (about ``exp(u)``, the default's
+  coordinate, well below ``B``), log-Jacobian ``log sigma_y^2 + log sigmoid(log B - u)``.
 
 Rows are appended to ``model_variants_replications.csv`` under ``--out`` (a rerun skips what is
 there); ``model_variants.md`` compares each variant with the default's rows of the coverage run on
@@ -62,7 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import coverage as cov  # noqa: E402  (studies/coverage.py)
 
 SEED = 2026
-VARIANTS = ("matrix-f", "softplus", "matrix-f+softplus", "dispersion", "lambda/100", "lkj", "sigma2-cap")
+VARIANTS = ("matrix-f", "softplus", "matrix-f+softplus", "dispersion", "lambda/100", "lkj", "sigma2-cap", "sigma2-cap-smooth")
 PHI_SD = 1.0
 LKJ_ETA, LKJ_SCALE_SD = 1.0, 1.0
 
@@ -225,6 +228,30 @@ def _sigma2_cap(nn) -> None:
     nn.observed_log_density = observed_log_density
 
 
+def _sigma2_cap_smooth(nn) -> None:
+    import jax
+    import jax.numpy as jnp
+
+    uncapped_unpack = nn.unpack
+
+    def log_sigma2(u, data):
+        """``log sigma_y^2`` and the log-Jacobian ``log(d sigma_y^2 / du)``."""
+        log_b = 2.0 * jnp.log(data.y_bound)
+        ls2 = log_b + jax.nn.log_sigmoid(u - log_b)
+        return ls2, ls2 + jax.nn.log_sigmoid(log_b - u)
+
+    def unpack(z, data, ref):
+        L, R, S, _ = uncapped_unpack(z, data, ref)
+        return L, R, S, jnp.exp(log_sigma2(z["ls2"], data)[0])
+
+    def log_density(z, data, pr, ref):
+        L, R, S, sigma2 = unpack(z, data, ref)
+        return (nn.sigma_x_log_density(L, pr) + nn.wishart_log_density(R, data.n)
+                + nn.observed_log_density(S, sigma2, log_sigma2(z["ls2"], data)[1], data, pr))
+
+    nn.unpack, nn.log_density = unpack, log_density
+
+
 def _patch(variant: str) -> None:
     from bayes_dpreg.samplers import normalx_nuts as nn
 
@@ -238,6 +265,8 @@ def _patch(variant: str) -> None:
         _lkj(nn)
     if variant == "sigma2-cap":
         _sigma2_cap(nn)
+    if variant == "sigma2-cap-smooth":
+        _sigma2_cap_smooth(nn)
 
 
 def lambda_shrink(variant: str | None) -> float:
