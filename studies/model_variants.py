@@ -35,6 +35,14 @@ release noise, seed 2026, the cell's prior, ``fit`` defaults):
   sqrt(phi) (W_j - n_j I)) L^T`` with ``W_j ~ W(I, n_j)`` (the non-centred coordinates unchanged),
   so ``S_j`` has mean ``n_j Sigma_x`` and ``phi`` times the Wishart's covariance;
   ``log phi ~ N(0, 1)``, a NUTS coordinate.
+* ``party-sigma``: the bike-sharing blocks' heterogeneity again, as a hierarchy: each party has its
+  own feature covariance, ``S_j ~ W(Sigma_j, n_j)``, ``Sigma_j ~ IW((nu - d - 1) Sigma_x, nu)`` (mean
+  ``Sigma_x``), integrated out in closed form: with ``W_j = L^{-1} S_j L^{-T}`` and ``k = nu - d - 1``,
+  ``p(W_j) = Gamma_d((n_j + nu)/2) / (Gamma_d(n_j/2) Gamma_d(nu/2)) k^{nu d/2} |W_j|^{(n_j-d-1)/2}
+  |W_j + k I|^{-(n_j + nu)/2}`` (the compound Wishart, a matrix F), the Wishart as ``nu -> inf``. With
+  the Bartlett and log-diagonal Jacobians: ``sum_i (n_j - i) log R_j,ii - (n_j + nu)/2 log|R_j R_j^T
+  + k I|`` plus the ``nu`` terms. ``log k ~ N(log 300, 3^2)`` (from Sigma_j's spread around Sigma_x
+  of order 100% down to 0.5%), a NUTS coordinate of the level block.
 * ``sigma2-cap``: the bike-sharing blocks' stuck chains (``studies/stuck_chains.py``) sit at
   ``sigma_y^2`` up to 10^4 times the truth's. The declared bound caps it: ``|y| <= y_bound``
   implies ``sigma_y^2 = Var(y | x) <= y_bound^2`` (of the clipped ``y`` the release saw), so the
@@ -65,8 +73,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import coverage as cov  # noqa: E402  (studies/coverage.py)
 
 SEED = 2026
-VARIANTS = ("matrix-f", "softplus", "matrix-f+softplus", "dispersion", "lambda/100", "lkj", "sigma2-cap", "sigma2-cap-smooth")
+VARIANTS = ("matrix-f", "softplus", "matrix-f+softplus", "dispersion", "lambda/100", "lkj", "sigma2-cap", "sigma2-cap-smooth", "party-sigma")
 PHI_SD = 1.0
+PARTY_LOG_K, PARTY_LOG_K_SD = float(np.log(300.0)), 3.0
 LKJ_ETA, LKJ_SCALE_SD = 1.0, 1.0
 
 
@@ -139,8 +148,59 @@ def _softplus(nn) -> None:
     nn.log_density = log_density
 
 
-def _dispersion(nn) -> None:
+def _install_level_coordinate(nn, name: str, centre: float, spread: float) -> None:
+    """Give ``normalx_nuts``' NUTS state one more coordinate ``name`` (started at ``centre + spread
+    N(0, 1)``), dense with the level block (``v``, ``log sigma2``)."""
     import jax
+    import jax.numpy as jnp
+
+    def init(key, data, pr, settings):
+        J, d = data.z_tilde.shape
+        p = d * (d + 1) // 2
+        k_v, k_c, k_s, k_p, k_nuts = jax.random.split(key, 5)
+        dtype = data.S_tilde.dtype
+        z0 = {"v": jax.random.normal(k_v, (p,), dtype), "c": jax.random.normal(k_c, (J, p), dtype),
+              "ls2": jnp.log(jnp.asarray(pr.b, dtype)) + jax.random.normal(k_s, (), dtype),
+              name: centre + spread * jax.random.normal(k_p, (), dtype)}
+        ref = nn.reference(data)
+        init_kernel, _ = nn.nuts_kernels(settings)
+        state = init_kernel(z0, settings.num_warmup, target_accept_prob=settings.target_accept_prob,
+                            max_tree_depth=settings.max_tree_depth,
+                            dense_mass=nn.mass_matrix(settings.dense_mass, p * (J + 1) + 2, p + 2,
+                                                      ("v", "ls2", name)),
+                            model_args=(data, pr, ref), rng_key=k_nuts)
+        return nn.NCState(state, ref)
+
+    nn.init = init
+    nn.KERNEL = nn.KERNEL._replace(init=init)
+
+
+def _party_sigma(nn) -> None:
+    import jax.numpy as jnp
+    from jax.scipy.special import multigammaln
+
+    def compound_log_density(R, n, log_k):
+        d = R.shape[-1]
+        k, i = jnp.exp(log_k), jnp.arange(d)
+        nu = k + d + 1.0
+        log_R = jnp.log(jnp.diagonal(R, axis1=-2, axis2=-1))
+        chol = jnp.linalg.cholesky(R @ jnp.swapaxes(R, -1, -2) + k * jnp.eye(d))
+        logdet = 2.0 * jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)).sum(-1)
+        per_party = (((n[:, None] - i) * log_R).sum(-1) - 0.5 * (n + nu) * logdet + 0.5 * nu * d * log_k
+                     + multigammaln(0.5 * (n + nu), d) - multigammaln(0.5 * nu, d))
+        return per_party.sum()
+
+    def log_density(z, data, pr, ref):
+        L, R, S, sigma2 = nn.unpack(z, data, ref)
+        prior = -0.5 * ((z["lk"] - PARTY_LOG_K) / PARTY_LOG_K_SD) ** 2
+        return (nn.sigma_x_log_density(L, pr) + compound_log_density(R, data.n, z["lk"])
+                + nn.observed_log_density(S, sigma2, z["ls2"], data, pr) + prior)
+
+    nn.log_density = log_density
+    _install_level_coordinate(nn, "lk", PARTY_LOG_K, 0.3)
+
+
+def _dispersion(nn) -> None:
     import jax.numpy as jnp
 
     from bayes_dpreg.linalg import from_log_cholesky
@@ -160,25 +220,8 @@ def _dispersion(nn) -> None:
         return (nn.sigma_x_log_density(L, pr) + nn.wishart_log_density(R, data.n)
                 + nn.observed_log_density(S, sigma2, z["ls2"], data, pr) - 0.5 * (z["lphi"] / PHI_SD) ** 2)
 
-    def init(key, data, pr, settings):
-        J, d = data.z_tilde.shape
-        p = d * (d + 1) // 2
-        k_v, k_c, k_s, k_p, k_nuts = jax.random.split(key, 5)
-        dtype = data.S_tilde.dtype
-        z0 = {"v": jax.random.normal(k_v, (p,), dtype), "c": jax.random.normal(k_c, (J, p), dtype),
-              "ls2": jnp.log(jnp.asarray(pr.b, dtype)) + jax.random.normal(k_s, (), dtype),
-              "lphi": 0.3 * jax.random.normal(k_p, (), dtype)}
-        ref = nn.reference(data)
-        init_kernel, _ = nn.nuts_kernels(settings)
-        state = init_kernel(z0, settings.num_warmup, target_accept_prob=settings.target_accept_prob,
-                            max_tree_depth=settings.max_tree_depth,
-                            dense_mass=nn.mass_matrix(settings.dense_mass, p * (J + 1) + 2, p + 2,
-                                                      ("v", "ls2", "lphi")),
-                            model_args=(data, pr, ref), rng_key=k_nuts)
-        return nn.NCState(state, ref)
-
-    nn.unpack, nn.log_density, nn.init = unpack, log_density, init
-    nn.KERNEL = nn.KERNEL._replace(init=init)
+    nn.unpack, nn.log_density = unpack, log_density
+    _install_level_coordinate(nn, "lphi", 0.0, 0.3)
 
 
 def _lkj(nn) -> None:
@@ -261,6 +304,8 @@ def _patch(variant: str) -> None:
         _matrix_f(nn)
     if variant == "dispersion":
         _dispersion(nn)
+    if variant == "party-sigma":
+        _party_sigma(nn)
     if variant == "lkj":
         _lkj(nn)
     if variant == "sigma2-cap":
