@@ -208,7 +208,7 @@ def cmd_budget(args: argparse.Namespace) -> int:
 def _print_fit(idata, caught, reference=None) -> None:
     """The posterior table with R-hat/ESS, the convergence verdict, and the fit's warnings."""
     from . import ConvergenceWarning, HeterogeneityWarning, NoiseWarning, PriorSensitivityWarning
-    from .diagnostics import heterogeneity_summary, prior_sensitivity_summary
+    from .diagnostics import convergence_summary, heterogeneity_summary, prior_sensitivity_summary
     from .report import coefficient_table, format_table
 
     post = idata.posterior
@@ -218,12 +218,11 @@ def _print_fit(idata, caught, reference=None) -> None:
         f"{'autoscaled to the release' if post.attrs['prior_autoscaled'] else 'given'}):"
     )
     print(format_table(coefficient_table(idata, reference)))
-    if "max_rhat" in post.attrs:
-        print(
-            f"convergence: max R-hat {post.attrs['max_rhat']:.3f}, min bulk ESS {post.attrs['min_ess_bulk']:.0f}, "
-            f"min tail ESS {post.attrs['min_ess_tail']:.0f}: {'ok' if post.attrs['converged'] else 'NOT CONVERGED'}"
-        )
-    for line in (heterogeneity_summary(post.attrs), prior_sensitivity_summary(post.attrs)):
+    for line in (
+        convergence_summary(post.attrs),
+        heterogeneity_summary(post.attrs),
+        prior_sensitivity_summary(post.attrs),
+    ):
         if line is not None:
             print(line[0].lower() + line[1:])
     for w in caught:

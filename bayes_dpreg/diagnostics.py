@@ -34,6 +34,7 @@ __all__ = [
     "Convergence",
     "convergence",
     "separated_chains",
+    "convergence_summary",
     "noise_to_signal",
     "HeterogeneityWarning",
     "Heterogeneity",
@@ -213,6 +214,26 @@ def _modes_message(separated: dict[str, list[float]], sigma2_bound: float | None
             "the model does not fit these statistics there (seen with parties whose feature distributions differ)"
         )
     return text
+
+
+def convergence_summary(attrs: Any) -> str | None:
+    """One line on convergence for the CLI and reports, from the attrs ``fit`` records (``None``
+    when the fit recorded none: closed-form methods)."""
+    if "max_rhat" not in attrs:
+        return None
+    text = (
+        f"Convergence: max R-hat {attrs['max_rhat']:.3f}, min bulk ESS {attrs['min_ess_bulk']:.0f}, "
+        f"min tail ESS {attrs['min_ess_tail']:.0f}"
+        + (f", {attrs['divergences']} divergent transitions" if attrs.get("divergences") else "")
+    )
+    if bool(attrs.get("converged", 1)):
+        return text + ": ok."
+    if attrs.get("separated_modes"):
+        return (
+            f"{text}: NOT CONVERGED: the chains sit in separate modes of {attrs['separated_modes']}, which more "
+            "draws will not join; do not use these intervals (compare with method='fixeds')."
+        )
+    return text + ": NOT CONVERGED; rerun with more draws before using these intervals."
 
 
 SEPARATION = 5.0  # chain means this many pooled within-chain sds apart: separate modes, not slow mixing

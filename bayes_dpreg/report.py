@@ -12,6 +12,7 @@ import arviz as az
 import numpy as np
 
 from .diagnostics import (
+    convergence_summary,
     heterogeneity_summary,
     heterogeneous,
     prior_sensitivity,
@@ -190,17 +191,9 @@ def _coefficient_section(idata: az.InferenceData, prob: float) -> dict:
     }
     at = idata.posterior.attrs
     notes = []
-    if "max_rhat" in at:
-        ok = bool(at.get("converged", 1))
-        notes.append(
-            {
-                "kind": "ok" if ok else "warn",
-                "text": f"Convergence: max R-hat {at['max_rhat']:.3f}, min bulk ESS {at['min_ess_bulk']:.0f}, "
-                f"min tail ESS {at['min_ess_tail']:.0f}"
-                + (f", {at['divergences']} divergent transitions" if at.get("divergences") else "")
-                + (": ok." if ok else ": NOT converged; rerun with more draws before using these intervals."),
-            }
-        )
+    conv = convergence_summary(at)
+    if conv is not None:
+        notes.append({"kind": "ok" if bool(at.get("converged", 1)) else "warn", "text": conv})
     parties = heterogeneity_summary(at)
     if parties is not None:
         flagged = heterogeneous(at["party_dispersion"], at["party_dispersion_p"])

@@ -126,3 +126,16 @@ def test_slow_mixing_is_not_taken_for_separate_modes():
     assert conv.max_rhat > 1.01 and not conv.ok and conv.separated == {}
     assert "separate modes" not in conv.message("m") and "raise num_warmup" in conv.message("m")
     assert convergence(_posterior([0, 0, 0, 0], [1, 1, 1, 1])).separated == {}
+
+
+def test_the_convergence_line_of_the_cli_and_reports_says_what_to_do():
+    from bayes_dpreg.diagnostics import convergence_summary
+
+    at = dict(max_rhat=1.004, min_ess_bulk=1500.0, min_ess_tail=1200.0, converged=1, separated_modes="")
+    assert convergence_summary(at).endswith(": ok.") and "divergent" not in convergence_summary(at)
+    slow = dict(at, max_rhat=1.03, converged=0, divergences=3)
+    assert "3 divergent transitions: NOT CONVERGED; rerun with more draws" in convergence_summary(slow)
+    stuck = dict(slow, max_rhat=1.53, separated_modes="sigma2, theta[4]")
+    line = convergence_summary(stuck)
+    assert "separate modes of sigma2, theta[4]" in line and "more draws will not join" in line
+    assert "rerun with more draws" not in line and convergence_summary({}) is None
