@@ -16,7 +16,7 @@ default pool (:mod:`bayes_dpreg.threads`).
 from .bounds import ProposedBounds, propose_bounds
 from .compare import compare, inclusion, log_evidence, normalx_evidence
 from .data import Dataset, Simulated, load_dataset, load_power_plant, simulate, split_parties
-from .diagnostics import ConvergenceWarning, HeterogeneityWarning, PriorSensitivityWarning
+from .diagnostics import BoundsMisfitWarning, ConvergenceWarning, HeterogeneityWarning, PriorSensitivityWarning
 from .inference import METHODS, NoiseWarning, fit
 from .precision import enable_x64
 from .prior import ModelSpec, Prior, PriorScales, load_model, prior_scales, release_lambda
@@ -54,6 +54,7 @@ __all__ = [
     "propose_bounds",
     "ClippingWarning",
     "ConvergenceWarning",
+    "BoundsMisfitWarning",
     "HeterogeneityWarning",
     "PriorSensitivityWarning",
     "NotPrivateWarning",

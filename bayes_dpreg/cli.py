@@ -207,8 +207,8 @@ def cmd_budget(args: argparse.Namespace) -> int:
 
 def _print_fit(idata, caught, reference=None) -> None:
     """The posterior table with R-hat/ESS, the convergence verdict, and the fit's warnings."""
-    from . import ConvergenceWarning, HeterogeneityWarning, NoiseWarning, PriorSensitivityWarning
-    from .diagnostics import convergence_summary, heterogeneity_summary, prior_sensitivity_summary
+    from . import BoundsMisfitWarning, ConvergenceWarning, HeterogeneityWarning, NoiseWarning, PriorSensitivityWarning
+    from .diagnostics import bounds_summary, convergence_summary, heterogeneity_summary, prior_sensitivity_summary
     from .report import coefficient_table, format_table
 
     post = idata.posterior
@@ -220,13 +220,17 @@ def _print_fit(idata, caught, reference=None) -> None:
     print(format_table(coefficient_table(idata, reference)))
     for line in (
         convergence_summary(post.attrs),
+        bounds_summary(post.attrs),
         heterogeneity_summary(post.attrs),
         prior_sensitivity_summary(post.attrs),
     ):
         if line is not None:
             print(line[0].lower() + line[1:])
     for w in caught:
-        if issubclass(w.category, (ConvergenceWarning, NoiseWarning, HeterogeneityWarning, PriorSensitivityWarning)):
+        if issubclass(
+            w.category,
+            (ConvergenceWarning, BoundsMisfitWarning, NoiseWarning, HeterogeneityWarning, PriorSensitivityWarning),
+        ):
             print(f"warning ({w.category.__name__}): {w.message}", file=sys.stderr)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

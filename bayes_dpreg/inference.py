@@ -25,14 +25,17 @@ if TYPE_CHECKING:  # arviz loads in about 0.7 s: only when a fit is made
 
 from .cache import enable_compilation_cache
 from .diagnostics import (
+    BoundsMisfitWarning,
     ConvergenceWarning,
     HeterogeneityWarning,
     PriorSensitivityWarning,
+    bounds_misfit_message,
     convergence,
     heterogeneous,
     noise_to_signal,
     party_heterogeneity,
     prior_sensitivity,
+    sigma2_over_bound,
 )
 from .idata import build as build_idata
 from .precision import x64
@@ -249,6 +252,7 @@ def _warn_if_unreliable(sampler: Sampler, idata: az.InferenceData, st: Any) -> N
         )
         if not conv.ok:
             warnings.warn(conv.message(sampler.name), ConvergenceWarning, stacklevel=3)
+    _warn_if_outside_bounds(sampler, idata, st)
     if not sampler.models_release_noise and sampler.kind != "point":
         ratio = noise_to_signal(st.S, st.sigma_S)
         idata.posterior.attrs["noise_to_signal"] = [float(r) for r in ratio]
@@ -261,6 +265,18 @@ def _warn_if_unreliable(sampler: Sampler, idata: az.InferenceData, st: Any) -> N
                 NoiseWarning,
                 stacklevel=3,
             )
+
+
+def _warn_if_outside_bounds(sampler: Sampler, idata: az.InferenceData, st: Any) -> None:
+    """``sigma2_over_bound`` into the posterior's attrs, and a warning when the posterior median of
+    ``sigma_y^2`` exceeds ``y_bound^2`` (largest over parties), which the declared bounds rule out."""
+    y_bound = float(np.max(st.y_bound))
+    ratio = sigma2_over_bound(idata, y_bound)
+    if np.isnan(ratio):
+        return
+    idata.posterior.attrs["sigma2_over_bound"] = ratio
+    if ratio > 1.0:
+        warnings.warn(bounds_misfit_message(sampler.name, ratio, y_bound), BoundsMisfitWarning, stacklevel=4)
 
 
 def _warn_if_heterogeneous(sampler: Sampler, idata: az.InferenceData, st: Any) -> None:

@@ -12,6 +12,7 @@ import arviz as az
 import numpy as np
 
 from .diagnostics import (
+    bounds_summary,
     convergence_summary,
     heterogeneity_summary,
     heterogeneous,
@@ -194,6 +195,9 @@ def _coefficient_section(idata: az.InferenceData, prob: float) -> dict:
     conv = convergence_summary(at)
     if conv is not None:
         notes.append({"kind": "ok" if bool(at.get("converged", 1)) else "warn", "text": conv})
+    misfit = bounds_summary(at)
+    if misfit is not None:
+        notes.append({"kind": "warn", "text": misfit})
     parties = heterogeneity_summary(at)
     if parties is not None:
         flagged = heterogeneous(at["party_dispersion"], at["party_dispersion_p"])

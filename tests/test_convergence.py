@@ -27,10 +27,11 @@ def test_a_converged_fit_raises_none():
         warnings.simplefilter("error", bd.ConvergenceWarning)
         warnings.simplefilter("error", bd.HeterogeneityWarning)
         warnings.simplefilter("error", bd.PriorSensitivityWarning)
+        warnings.simplefilter("error", bd.BoundsMisfitWarning)
         idata = bd.fit(_stats(), seed=3)
     at = idata.posterior.attrs
     assert at["converged"] == 1 and at["max_rhat"] <= 1.01 and at["min_ess_bulk"] >= 400
-    assert at["separated_modes"] == ""
+    assert at["separated_modes"] == "" and 0 < at["sigma2_over_bound"] < 1
     assert at["party_dispersion"] < 2 and 0 < at["party_dispersion_p"] <= 1
 
 

@@ -111,3 +111,42 @@ def test_reports_state_the_check():
     assert "differ" in bad and "HeterogeneityWarning" in bad
     # a large spread that the bootstrap does not confirm is not flagged
     assert "consistent" in heterogeneity_summary({"party_dispersion": 3.0, "party_dispersion_p": 0.2})
+
+
+def test_bike_sharing_blocks_give_a_sigma2_that_the_bounds_rule_out(shared_data, tmp_path):
+    """Bike sharing in five consecutive blocks, coefficients at 0.2 (the coverage study's cell
+    real-bike_sharing-blocks-default-tau0.2), the default prior: the posterior puts sigma_y^2 at
+    about 50 times y_bound^2 (10^4 times the truth), and fit says the model does not fit.
+    The same rows split at random stay below the bound."""
+    from bayes_dpreg.report import write_report
+
+    ds = load_dataset(shared_data / "bike_sharing.csv")
+    rng = np.random.default_rng(3)
+    X = ds.X_train
+    y = X @ (0.2 * rng.standard_normal(X.shape[1])) + 0.07 * rng.standard_normal(len(X))
+
+    def fit(idx):
+        xb, yb = float(np.linalg.norm(X, axis=1).max()), float(np.abs(y).max())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", bd.SeededReleaseWarning)
+            stats = [bd.release(X[i], y[i], epsilon=1.0, delta=1e-5, x_bound=xb, y_bound=yb, seed=j)
+                     for j, i in enumerate(np.array_split(idx, 5))]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            idata = bd.fit(stats, seed=0)
+        return idata, [w for w in caught if issubclass(w.category, bd.BoundsMisfitWarning)]
+
+    blocks, warned = fit(np.arange(len(y)))
+    assert blocks.posterior.attrs["sigma2_over_bound"] > 3 and len(warned) == 1
+    assert "rules out" in str(warned[0].message) and "HeterogeneityWarning" in str(warned[0].message)
+    write_report(tmp_path / "r.html", blocks)
+    assert "Bounds: the posterior median of sigma2 is" in (tmp_path / "r.md").read_text()
+    shuffled, warned = fit(np.random.default_rng(0).permutation(len(y)))
+    assert shuffled.posterior.attrs["sigma2_over_bound"] < 0.1 and not warned
+
+
+def test_the_bounds_line_appears_only_when_the_bound_is_exceeded():
+    from bayes_dpreg.diagnostics import bounds_summary
+
+    assert bounds_summary({}) is None and bounds_summary({"sigma2_over_bound": 0.02}) is None
+    assert "12.5 times y_bound^2" in bounds_summary({"sigma2_over_bound": 12.5})
