@@ -1,12 +1,14 @@
 """What the default's non-converged fits on bike-sharing blocks look like, chain by chain.
 
-    python studies/stuck_chains.py CELL [--reps 25 48 ...] [--variant V] [--out docs/results/coverage]
+    python studies/stuck_chains.py CELL [--reps 25 48 ...] [--variant V] [--num-samples 500]
+        [--max-rhat 1.01] [--out docs/results/coverage]
 
 Refits ``normalx-nuts`` exactly as ``studies/coverage.py`` did (same data, split, release noise and
 seed, the cell's prior, ``fit`` defaults) on the replications given, by default those whose max
-R-hat in the coverage run exceeded 1.01, and prints per chain the mean of ``sigma_y^2`` and of the
+R-hat in the coverage run exceeded ``--max-rhat``, and prints per chain the mean of ``sigma_y^2`` and of the
 log density NUTS targets (``lp``, theta integrated out). With ``--variant`` the fit is patched as
-in ``studies/model_variants.py`` first (e.g. ``sigma2-cap``). Rows go to ``stuck_chains.md`` under
+in ``studies/model_variants.py`` first (e.g. ``sigma2-cap``); with ``--num-samples`` other than
+500 the chains run longer after the same warm-up (the label says so). Rows go to ``stuck_chains.md`` under
 ``--out`` (a rerun of a replication and variant replaces its row).
 """
 
@@ -26,8 +28,8 @@ import model_variants as mv  # noqa: E402
 
 HEADER = ("| cell | rep | variant | y_bound^2 | max R-hat | min bulk ESS | sigma_y^2 per chain (mean) "
           "| lp per chain (mean) | outlier's lp - others' | divergences | 90% coverage | s |")
-PREAMBLE = ("command: `python studies/stuck_chains.py CELL [--variant V]` (seed 2026; one row per refit, 4 chains x "
-            "(500 + 500) draws; lp: the log density NUTS samples, theta integrated out; the outlier is the chain whose "
+PREAMBLE = ("command: `python studies/stuck_chains.py CELL [--variant V] [--num-samples N]` (seed 2026; one row per "
+            "refit, 4 chains x (500 + 500) draws unless the variant says otherwise; lp: the log density NUTS samples, theta integrated out; the outlier is the chain whose "
             "sigma_y^2 is farthest from the median chain's)\n\n")
 
 
@@ -38,7 +40,7 @@ def failing_reps(cid: str, out: Path, threshold: float = 1.01) -> list[int]:
                   if r["cell"] == cid and r["method"] == "normalx-nuts" and cov._num(r, "max_rhat") > threshold)
 
 
-def refit(cell: dict, rep: int, data_dir: str, variant: str | None) -> dict:
+def refit(cell: dict, rep: int, data_dir: str, variant: str | None, num_samples: int = 500) -> dict:
     """One refit of replication ``rep``; per-chain summaries of ``sigma_y^2`` and ``lp``."""
     import arviz as az
 
@@ -49,7 +51,8 @@ def refit(cell: dict, rep: int, data_dir: str, variant: str | None) -> dict:
         warnings.simplefilter("ignore")
         stats = cov._releases(X, y, cell["J"], cell["eps"], s_noise, {"ssp"})["ssp"]
         t0 = time.perf_counter()
-        idata = bd.fit(stats, "normalx-nuts", mv.variant_prior(prior, stats, variant), seed=rep)
+        idata = bd.fit(stats, "normalx-nuts", mv.variant_prior(prior, stats, variant), seed=rep,
+                       num_samples=num_samples)
         seconds = time.perf_counter() - t0
     post, ss = idata.posterior, idata.sample_stats
     rhat, ess = az.rhat(post), az.ess(post, method="bulk")
@@ -65,10 +68,10 @@ def refit(cell: dict, rep: int, data_dir: str, variant: str | None) -> dict:
     )
 
 
-def row(cid: str, variant: str | None, r: dict) -> str:
+def row(cid: str, variant: str, r: dict) -> str:
     s2 = ", ".join(f"{v:.3g}" for v in r["s2"])
     lp = ", ".join(f"{v:.0f}" for v in r["lp"])
-    return (f"| {cid} | {r['rep']} | {variant or 'default'} | {r['y_bound2']:.2f} | {r['rhat']:.3f} | {r['ess']:.0f} "
+    return (f"| {cid} | {r['rep']} | {variant} | {r['y_bound2']:.2f} | {r['rhat']:.3f} | {r['ess']:.0f} "
             f"| {s2} | {lp} | {r['lp_gap']:+.0f} | {r['div']} | {r['cover90']:.2f} | {r['seconds']:.0f} |")
 
 
@@ -77,6 +80,8 @@ def main() -> None:
     ap.add_argument("cell")
     ap.add_argument("--reps", type=int, nargs="*", help="default: the coverage run's fits with max R-hat > 1.01")
     ap.add_argument("--variant", choices=mv.VARIANTS)
+    ap.add_argument("--num-samples", type=int, default=500, help="draws per chain after the 500 warm-up iterations")
+    ap.add_argument("--max-rhat", type=float, default=1.01, help="refit the coverage run's fits above this")
     ap.add_argument("--data-dir", default=str(cov.REPO.parent / "shared" / "data"))
     ap.add_argument("--out", default=str(cov.REPO / "docs" / "results" / "coverage"))
     args = ap.parse_args()
@@ -89,8 +94,9 @@ def main() -> None:
     out = Path(args.out)
     cell = next(c for c in cov.cells(args.cell.split("-")[0]) if c["id"] == args.cell)
     md = out / "stuck_chains.md"
-    for rep in args.reps or failing_reps(args.cell, out):
-        line = row(args.cell, args.variant, refit(cell, rep, args.data_dir, args.variant))
+    label = (args.variant or "default") + (f", {args.num_samples} draws" if args.num_samples != 500 else "")
+    for rep in args.reps or failing_reps(args.cell, out, args.max_rhat):
+        line = row(args.cell, label, refit(cell, rep, args.data_dir, args.variant, args.num_samples))
         print(line, flush=True)
         key = line.split(" | ")[:3]
         lines = [x for x in (md.read_text().splitlines()[4:] if md.exists() else []) if x.split(" | ")[:3] != key]
