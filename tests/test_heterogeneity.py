@@ -133,7 +133,7 @@ def test_bike_sharing_blocks_give_a_sigma2_that_the_bounds_rule_out(shared_data,
                      for j, i in enumerate(np.array_split(idx, 5))]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            idata = bd.fit(stats, seed=0)
+            idata = bd.fit(stats, seed=0, num_warmup=250, num_samples=250)  # sigma2 is 4 orders apart
         return idata, [w for w in caught if issubclass(w.category, bd.BoundsMisfitWarning)]
 
     blocks, warned = fit(np.arange(len(y)))
