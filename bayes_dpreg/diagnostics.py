@@ -245,8 +245,9 @@ SEPARATION = 5.0  # chain means this many pooled within-chain sds apart: separat
 def separated_chains(post: Any, names: Sequence[str], gap: float = SEPARATION) -> dict[str, list[float]]:
     """Scalars whose chains sit in separate modes: two chain means (of ``log`` for the positive
     ``sigma2``) more than ``gap`` pooled within-chain standard deviations apart, the most separated
-    first, as ``{label: chain means}``. Slow mixing gives R-hat above 1.01 with chain means
-    a fraction of a standard deviation apart; separate modes do not merge with more draws."""
+    first, as ``{label: chain means}`` (labelled like :func:`convergence`'s R-hat). Slow mixing
+    gives R-hat above 1.01 with chain means a fraction of a standard deviation apart; separate
+    modes do not merge with more draws."""
     found = []
     for name in names:
         if name not in post:
@@ -257,8 +258,11 @@ def separated_chains(post: Any, names: Sequence[str], gap: float = SEPARATION) -
         sd = np.sqrt(y.var(axis=1, ddof=1).mean(0))
         m = y.mean(1)
         z = (m.max(0) - m.min(0)) / np.where(sd > 0, sd, np.inf)
+        da = post[name]
         for k in np.flatnonzero(z > gap):
-            label = name if x.shape[-1] == 1 else f"{name}[{k}]"
+            idx = np.unravel_index(k, da.shape[2:])
+            labels = [str(da.coords[dim].values[i]) if dim in da.coords else str(i) for dim, i in zip(da.dims[2:], idx)]
+            label = f"{name}[{','.join(labels)}]" if labels else name
             found.append((float(z[k]), label, [float(v) for v in x[:, :, k].mean(1)]))
     return {label: means for _, label, means in sorted(found, key=lambda t: -t[0])}
 

@@ -140,3 +140,14 @@ def test_the_convergence_line_of_the_cli_and_reports_says_what_to_do():
     line = convergence_summary(stuck)
     assert "separate modes of sigma2, theta[4]" in line and "more draws will not join" in line
     assert "rerun with more draws" not in line and convergence_summary({}) is None
+
+
+def test_separate_modes_are_labelled_by_coefficient_name():
+    import arviz as az
+
+    from bayes_dpreg.diagnostics import separated_chains
+
+    post = _posterior([0, 0, 8, 0], [1, 1, 1, 1]).posterior
+    named = az.from_dict(posterior={"theta": post["theta"].values}, coords={"coef": ["age", "dose"]},
+                         dims={"theta": ["coef"]}).posterior
+    assert sorted(separated_chains(named, ["theta"])) == ["theta[age]", "theta[dose]"]
