@@ -252,17 +252,14 @@ def separated_chains(post: Any, names: Sequence[str], gap: float = SEPARATION) -
     for name in names:
         if name not in post:
             continue
-        x = np.asarray(post[name].values, dtype=np.float64)
-        x = x.reshape(x.shape[0], x.shape[1], -1)
+        da = post[name]
+        x = np.asarray(da.values, dtype=np.float64).reshape(da.shape[0], da.shape[1], -1)
         y = np.log(x) if name == "sigma2" and np.all(x > 0) else x
         sd = np.sqrt(y.var(axis=1, ddof=1).mean(0))
         m = y.mean(1)
         z = (m.max(0) - m.min(0)) / np.where(sd > 0, sd, np.inf)
-        da = post[name]
         for k in np.flatnonzero(z > gap):
-            idx = np.unravel_index(k, da.shape[2:])
-            labels = [str(da.coords[dim].values[i]) if dim in da.coords else str(i) for dim, i in zip(da.dims[2:], idx)]
-            label = f"{name}[{','.join(labels)}]" if labels else name
+            label = _scalar_label(name, da, da.dims[2:], np.unravel_index(k, da.shape[2:]))
             found.append((float(z[k]), label, [float(v) for v in x[:, :, k].mean(1)]))
     return {label: means for _, label, means in sorted(found, key=lambda t: -t[0])}
 
@@ -277,9 +274,14 @@ def _scalar_values(ds: Any, var_names: Sequence[str]) -> dict[str, float]:
             out[name] = float(da)
             continue
         for idx in np.ndindex(*da.shape):
-            labels = [str(da.coords[dim].values[i]) if dim in da.coords else str(i) for dim, i in zip(da.dims, idx)]
-            out[f"{name}[{','.join(labels)}]"] = float(da.values[idx])
+            out[_scalar_label(name, da, da.dims, idx)] = float(da.values[idx])
     return out
+
+
+def _scalar_label(name: str, da: Any, dims: Sequence[str], idx: tuple) -> str:
+    """``name[coord,...]`` of element ``idx`` over ``dims`` (coordinate values where ``da`` has them)."""
+    labels = [str(da.coords[dim].values[i]) if dim in da.coords else str(i) for dim, i in zip(dims, idx)]
+    return f"{name}[{','.join(labels)}]" if labels else name
 
 
 def convergence(

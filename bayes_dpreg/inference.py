@@ -241,8 +241,9 @@ def _warn_if_unreliable(sampler: Sampler, idata: az.InferenceData, st: Any) -> N
     HeterogeneityWarning where the parties do not look like they share one ``Sigma_x``."""
     _warn_if_heterogeneous(sampler, idata, st)
     _warn_if_prior_sensitive(sampler, idata)
+    y_bound = float(np.max(st.y_bound))  # the largest over parties
     if sampler.kind == "mcmc":
-        conv = convergence(idata, sigma2_bound=float(np.max(st.y_bound)) ** 2)
+        conv = convergence(idata, sigma2_bound=y_bound**2)
         idata.posterior.attrs.update(
             max_rhat=conv.max_rhat,
             min_ess_bulk=conv.min_ess_bulk,
@@ -252,7 +253,7 @@ def _warn_if_unreliable(sampler: Sampler, idata: az.InferenceData, st: Any) -> N
         )
         if not conv.ok:
             warnings.warn(conv.message(sampler.name), ConvergenceWarning, stacklevel=3)
-    _warn_if_outside_bounds(sampler, idata, st)
+    _warn_if_outside_bounds(sampler, idata, y_bound)
     if not sampler.models_release_noise and sampler.kind != "point":
         ratio = noise_to_signal(st.S, st.sigma_S)
         idata.posterior.attrs["noise_to_signal"] = [float(r) for r in ratio]
@@ -267,10 +268,9 @@ def _warn_if_unreliable(sampler: Sampler, idata: az.InferenceData, st: Any) -> N
             )
 
 
-def _warn_if_outside_bounds(sampler: Sampler, idata: az.InferenceData, st: Any) -> None:
+def _warn_if_outside_bounds(sampler: Sampler, idata: az.InferenceData, y_bound: float) -> None:
     """``sigma2_over_bound`` into the posterior's attrs, and a warning when the posterior median of
     ``sigma_y^2`` exceeds ``y_bound^2`` (largest over parties), which the declared bounds rule out."""
-    y_bound = float(np.max(st.y_bound))
     ratio = sigma2_over_bound(idata, y_bound)
     if np.isnan(ratio):
         return

@@ -125,8 +125,9 @@ def test_bike_sharing_blocks_give_a_sigma2_that_the_bounds_rule_out(shared_data,
     X = ds.X_train
     y = X @ (0.2 * rng.standard_normal(X.shape[1])) + 0.07 * rng.standard_normal(len(X))
 
+    xb, yb = float(np.linalg.norm(X, axis=1).max()), float(np.abs(y).max())
+
     def fit(idx):
-        xb, yb = float(np.linalg.norm(X, axis=1).max()), float(np.abs(y).max())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", bd.SeededReleaseWarning)
             stats = [bd.release(X[i], y[i], epsilon=1.0, delta=1e-5, x_bound=xb, y_bound=yb, seed=j)
