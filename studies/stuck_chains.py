@@ -1,14 +1,14 @@
 """What the default's non-converged fits on bike-sharing blocks look like, chain by chain.
 
-    python studies/stuck_chains.py CELL [--reps 25 48 ...] [--variant V] [--num-samples 500]
-        [--max-rhat 1.01] [--out docs/results/coverage]
+    python studies/stuck_chains.py CELL [--reps 25 48 ...] [--variant V] [--num-warmup 500]
+        [--num-samples 500] [--max-rhat 1.01] [--out docs/results/coverage]
 
 Refits ``normalx-nuts`` exactly as ``studies/coverage.py`` did (same data, split, release noise and
 seed, the cell's prior, ``fit`` defaults) on the replications given, by default those whose max
 R-hat in the coverage run exceeded ``--max-rhat``, and prints per chain the mean of ``sigma_y^2`` and of the
 log density NUTS targets (``lp``, theta integrated out). With ``--variant`` the fit is patched as
-in ``studies/model_variants.py`` first (e.g. ``sigma2-cap``); with ``--num-samples`` other than
-500 the chains run longer after the same warm-up (the label says so). Rows go to ``stuck_chains.md`` under
+in ``studies/model_variants.py`` first (e.g. ``sigma2-cap``); with ``--num-warmup`` or
+``--num-samples`` other than 500 the chains run longer (the label says so). Rows go to ``stuck_chains.md`` under
 ``--out`` (a rerun of a replication and variant replaces its row).
 """
 
@@ -40,7 +40,8 @@ def failing_reps(cid: str, out: Path, threshold: float = 1.01) -> list[int]:
                   if r["cell"] == cid and r["method"] == "normalx-nuts" and cov._num(r, "max_rhat") > threshold)
 
 
-def refit(cell: dict, rep: int, data_dir: str, variant: str | None, num_samples: int = 500) -> dict:
+def refit(cell: dict, rep: int, data_dir: str, variant: str | None, num_samples: int = 500,
+          num_warmup: int = 500) -> dict:
     """One refit of replication ``rep``; per-chain summaries of ``sigma_y^2`` and ``lp``."""
     import arviz as az
 
@@ -52,7 +53,7 @@ def refit(cell: dict, rep: int, data_dir: str, variant: str | None, num_samples:
         stats = cov._releases(X, y, cell["J"], cell["eps"], s_noise, {"ssp"})["ssp"]
         t0 = time.perf_counter()
         idata = bd.fit(stats, "normalx-nuts", mv.variant_prior(prior, stats, variant), seed=rep,
-                       num_samples=num_samples)
+                       num_samples=num_samples, num_warmup=num_warmup)
         seconds = time.perf_counter() - t0
     post, ss = idata.posterior, idata.sample_stats
     rhat, ess = az.rhat(post), az.ess(post, method="bulk")
@@ -80,7 +81,8 @@ def main() -> None:
     ap.add_argument("cell")
     ap.add_argument("--reps", type=int, nargs="*", help="default: the coverage run's fits with max R-hat > 1.01")
     ap.add_argument("--variant", choices=mv.VARIANTS)
-    ap.add_argument("--num-samples", type=int, default=500, help="draws per chain after the 500 warm-up iterations")
+    ap.add_argument("--num-warmup", type=int, default=500, help="warm-up iterations per chain")
+    ap.add_argument("--num-samples", type=int, default=500, help="draws per chain after the warm-up")
     ap.add_argument("--max-rhat", type=float, default=1.01, help="refit the coverage run's fits above this")
     ap.add_argument("--data-dir", default=str(cov.REPO.parent / "shared" / "data"))
     ap.add_argument("--out", default=str(cov.REPO / "docs" / "results" / "coverage"))
@@ -94,9 +96,11 @@ def main() -> None:
     out = Path(args.out)
     cell = next(c for c in cov.cells(args.cell.split("-")[0]) if c["id"] == args.cell)
     md = out / "stuck_chains.md"
-    label = (args.variant or "default") + (f", {args.num_samples} draws" if args.num_samples != 500 else "")
+    label = (args.variant or "default") + (f", {args.num_warmup} warm-up" if args.num_warmup != 500 else "") + (
+        f", {args.num_samples} draws" if args.num_samples != 500 else "")
     for rep in args.reps or failing_reps(args.cell, out, args.max_rhat):
-        line = row(args.cell, label, refit(cell, rep, args.data_dir, args.variant, args.num_samples))
+        fitted = refit(cell, rep, args.data_dir, args.variant, args.num_samples, args.num_warmup)
+        line = row(args.cell, label, fitted)
         print(line, flush=True)
         key = line.split(" | ")[:3]
         lines = [x for x in (md.read_text().splitlines()[4:] if md.exists() else []) if x.split(" | ")[:3] != key]
