@@ -1,4 +1,5 @@
-"""JAX's persistent compilation cache for the samplers: on by default, opt-out.
+"""Compiling the samplers: JAX's persistent compilation cache (on by default, opt-out) and the
+compiler options of a fit's programs (:func:`fit_jit`).
 
 Compiling a sampler takes most of a first fit (6.6 s of XLA compilation in a cold
 ``normalx-nuts`` fit at d = 5, J = 5 on 2 cores; ``python benchmarks/profile_fit.py``). With
@@ -29,16 +30,33 @@ History: an earlier session kept the cache off after a segmentation fault inside
 compiler when the process passed the kernel's ``vm.max_map_count`` (every XLA CPU
 executable holds its own memory mappings; ``tests/conftest.py``), which is the likely cause of
 both; with the map count kept in check the whole suite ran with the cache on.
+
+**Compiler options of a fit** (:func:`fit_jit`). A ``fit`` runs each of its programs once, so
+their compile time counts as much as their run time. On CPU, XLA's newer fusion emitters
+(``xla_cpu_use_fusion_emitters``, on by default in jaxlib 0.10) cost compile time a fit
+never wins back: with them off, XLA compiled a cold ``normalx-nuts`` fit's programs (d = 5,
+J = 5, 2 cores) in 4.2 s instead of 7.3 s, while each NUTS iteration took 14% longer (833
+against 730 us; ``normalx`` and ``fixeds`` changed by less than the noise), so a fit breaks
+even only beyond about 20,000 iterations per chain (``python benchmarks/fit_compile.py``).
+``fit``'s chain programs and its ``InferenceData`` programs are compiled with them off; the
+replication runner (:func:`~bayes_dpreg.samplers.base.run_batched`), whose programs run for
+minutes, keeps XLA's defaults. ``BAYES_DPREG_FAST_COMPILE=0`` keeps the defaults everywhere;
+so does a jaxlib that does not know the option, and any backend but the CPU.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-__all__ = ["enable_compilation_cache", "compilation_cache_dir", "ENV"]
+__all__ = ["enable_compilation_cache", "compilation_cache_dir", "fit_jit", "fit_compiler_options", "ENV", "FAST_ENV"]
 
 ENV = "BAYES_DPREG_COMPILATION_CACHE"
+FAST_ENV = "BAYES_DPREG_FAST_COMPILE"
+FIT_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
 MAX_SIZE_BYTES = 1 << 30
 _OFF = ("0", "off", "false", "no")
 _DEFAULT = ("", "1", "on", "true", "yes")
@@ -87,3 +105,27 @@ def compilation_cache_dir() -> str | None:
     import jax
 
     return jax.config.jax_compilation_cache_dir  # type: ignore[attr-defined]
+
+
+@functools.cache
+def fit_compiler_options() -> dict[str, Any] | None:
+    """The XLA options :func:`fit_jit` compiles with (``None``: XLA's defaults): :data:`FIT_OPTIONS`
+    on a CPU backend whose jaxlib accepts them, unless ``BAYES_DPREG_FAST_COMPILE`` is off.
+    Decided once per process, by compiling a one-operation program with them."""
+    import jax
+
+    if os.environ.get(FAST_ENV, "").strip().lower() in _OFF or jax.default_backend() != "cpu":
+        return None
+    try:
+        jax.jit(lambda x: x + 1.0, compiler_options=FIT_OPTIONS).lower(0.0).compile()
+    except Exception:  # an older or newer jaxlib without the option
+        return None
+    return dict(FIT_OPTIONS)
+
+
+def fit_jit(fun: Callable, **kwargs: Any) -> Callable:
+    """``jax.jit(fun, **kwargs)`` with :func:`fit_compiler_options`: for the programs a single
+    ``fit`` compiles and runs once (the module docstring gives the trade-off)."""
+    import jax
+
+    return jax.jit(fun, compiler_options=fit_compiler_options(), **kwargs)

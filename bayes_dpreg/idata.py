@@ -35,6 +35,8 @@ Every group's ``attrs`` carry ``created_by``, ``bayes_dpreg_version``, ``method`
 from __future__ import annotations
 
 import functools
+import sys
+import threading
 import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -43,13 +45,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .hierarchical import prior_dists, z_dist
+from .cache import fit_jit
+from .hierarchical import prior_dist, z_dist
 from .linalg import nearest_psd
 
 if TYPE_CHECKING:
     import arviz as az
 
-__all__ = ["DIMS", "LATENT", "PRIOR_DRAWS", "build"]
+__all__ = ["DIMS", "LATENT", "PRIOR_DRAWS", "build", "prefetch_arviz"]
 
 DIMS = {
     "theta": ["coef"],
@@ -88,7 +91,9 @@ def _predictive_draws(
     return jax.vmap(one)(theta, sigma2, S, keys)
 
 
-_predictive = jax.jit(_predictive_draws)
+@functools.cache
+def _predictive() -> Any:
+    return fit_jit(_predictive_draws)
 
 
 def _prior_theta_sigma2(pr: Any, sigma2_fixed: float | None, key: jax.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -123,7 +128,7 @@ def _predictive_groups(
         S = np.broadcast_to(S_hat, (N,) + S_hat.shape)
     k_post, k_prior = jax.random.split(key)
     theta_pr, s2_pr = _prior_theta_sigma2(pr, sigma2_fixed, k_prior)
-    ll, rep = _predictive(
+    ll, rep = _predictive()(
         jnp.asarray(np.concatenate([_flat(theta, 2), theta_pr])),
         jnp.asarray(np.concatenate([s2, s2_pr])),
         jnp.asarray(np.concatenate([S, np.broadcast_to(S_hat, (PRIOR_DRAWS,) + S_hat.shape)])),
@@ -143,9 +148,13 @@ def _predictive_groups(
     )
 
 
-@functools.partial(jax.jit, static_argnums=0)
 def _log_prior_factor(name: str, pr: Any, draws: jax.Array) -> jax.Array:
-    return prior_dists(pr)[name].log_prob(draws)
+    return prior_dist(pr, name).log_prob(draws)
+
+
+@functools.cache
+def _compiled_log_prior_factor() -> Any:
+    return fit_jit(_log_prior_factor, static_argnums=0)
 
 
 def _log_prior(post: dict, latent: dict, pr: Any) -> dict:
@@ -157,7 +166,7 @@ def _log_prior(post: dict, latent: dict, pr: Any) -> dict:
     events = {"theta": np.shape(pr.m), "sigma2": (), "Sigma_x": np.shape(pr.Lambda)}
     sites = {"theta": post.get("theta"), "sigma2": post.get("sigma2"), "Sigma_x": latent.get("Sigma_x")}
     sites = {k: jnp.asarray(v) for k, v in sites.items() if v is not None and np.shape(v)[2:] == events[k]}
-    return {k: np.asarray(_log_prior_factor(k, pr, v)) for k, v in sites.items()}
+    return {k: np.asarray(_compiled_log_prior_factor()(k, pr, v)) for k, v in sites.items()}
 
 
 def _attrs(sampler: Any, st: Any) -> dict:
@@ -172,6 +181,21 @@ def _attrs(sampler: Any, st: Any) -> dict:
         "epsilon": float(np.max(st.epsilon)),
         "delta": float(np.max(st.delta)),
     }
+
+
+def _import_arviz() -> None:
+    try:
+        import arviz  # noqa: F401
+    except Exception:  # the import in build() raises it where it can be seen
+        pass
+
+
+def prefetch_arviz() -> None:
+    """Start importing ArviZ (about 1 s: xarray, its plotting) in a daemon thread, so that the
+    import overlaps the sampler's compilation and sampling, which release the GIL; :func:`build`'s
+    own import then waits for it (Python's module locks). A no-op once ArviZ is loaded."""
+    if "arviz" not in sys.modules:
+        threading.Thread(target=_import_arviz, name="bayes_dpreg-import-arviz", daemon=True).start()
 
 
 def build(

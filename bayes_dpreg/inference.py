@@ -38,6 +38,7 @@ from .diagnostics import (
     sigma2_over_bound,
 )
 from .idata import build as build_idata
+from .idata import prefetch_arviz
 from .precision import x64
 from .prior import ModelSpec, Prior, load_model, prior_scales
 from .release import NoisyStats, as_stats_list, check_distinct, stack_stats, warn_if_not_private
@@ -190,6 +191,7 @@ def fit(
         raise TypeError(
             f"method {sampler.name!r}: unexpected options {sorted(unknown)}; it takes {sorted(sampler.options)}"
         )
+    prefetch_arviz()
     res = sampler.run(st, pr, jax.random.key(seed), num_chains, num_samples, num_warmup, **options)
     _check_finite(sampler.name, res.posterior)
     features = names[1:] if sampler.needs_intercept else names

@@ -77,7 +77,7 @@ from .hierarchical import (
     S_prior_dist,
     S_tilde_dist,
     log_lik_z,
-    prior_dists,
+    prior_dist,
     sigma_x_conditional,
     upper,
     z_dist,
@@ -232,7 +232,7 @@ def _given_fixed_S(data: ModelData) -> _GivenS:
 
 def _log_target_sigma2(log_s2: Array, lik: _GivenS, theta: Array, pr: ResolvedPrior) -> Array:
     s2 = jnp.exp(log_s2)
-    return prior_dists(pr)["sigma2"].log_prob(s2) + lik.log_lik(theta, s2) + log_s2
+    return prior_dist(pr, "sigma2").log_prob(s2) + lik.log_lik(theta, s2) + log_s2
 
 
 def _sigma2_move(key: Array, sigma2: Array, log_step: Array, log_target) -> tuple[Array, Array]:
@@ -380,7 +380,7 @@ def _level_target(S: Array, Sigma_x: Array, sigma2: Array, data: ModelData, pr: 
 def _level_rest(S: Array, Sigma_x: Array, sigma2: Array, data: ModelData, pr: ResolvedPrior) -> Array:
     """The level target without the Wishart factors ``p(S_j | Sigma_x)``."""
     return (
-        prior_dists(pr)["Sigma_x"].log_prob(Sigma_x) + _log_S_tilde(S, data).sum() + _collapsed_lik(S, sigma2, data, pr)
+        prior_dist(pr, "Sigma_x").log_prob(Sigma_x) + _log_S_tilde(S, data).sum() + _collapsed_lik(S, sigma2, data, pr)
     )
 
 
@@ -485,7 +485,7 @@ def _log_target_sigma2_collapsed(log_s2: Array, lik: _GivenS, pr: ResolvedPrior)
     s2 = jnp.exp(log_s2)
     t = lik.terms(s2)
     return (
-        prior_dists(pr)["sigma2"].log_prob(s2)
+        prior_dist(pr, "sigma2").log_prob(s2)
         + _collapsed(t.U.sum(0), t.u.sum(0), t.c.sum(0), pr, lik.num_obs)
         + log_s2
     )

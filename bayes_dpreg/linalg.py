@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
@@ -33,6 +34,7 @@ def nearest_psd(A: Array) -> Array:
     return nearest_psd_and_min_eig(A)[0]
 
 
+@jax.jit  # one program where it is called eagerly (a fit's predictive groups), not ten
 def nearest_psd_and_min_eig(A: Array) -> tuple[Array, Array]:
     """:func:`nearest_psd` and the smallest eigenvalue of the symmetrised ``A`` (negative
     where the projection changed it), from one eigendecomposition."""

@@ -39,7 +39,8 @@ Columns:
 Each (method, d, J) is timed in its own process, abandoned after ``--cell-timeout`` seconds (fits:
 ``--fit-timeout``); a method that fails or times out is not run at larger d and J. Every process
 runs with one XLA CPU intra-op thread (``bayes_dpreg.configure_threads()``) unless
-``--xla-threads default``. Writes ``<name>.md`` and ``<name>.csv`` under ``--out``
+``--xla-threads default``, and with the compiler options of :func:`bayes_dpreg.cache.fit_jit` for
+the chain driver's programs unless ``--fast-compile off``. Writes ``<name>.md`` and ``<name>.csv`` under ``--out``
 (``docs/results/speed/``; name ``speed``, or ``speed_quick`` with ``--quick``).
 """
 
@@ -276,7 +277,7 @@ def header(args, argv: list[str]) -> list[str]:
     import jaxlib
     import numpyro
 
-    import bayes_dpreg as bd  # noqa: F401
+    import bayes_dpreg as bd
 
     try:
         commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
@@ -292,7 +293,8 @@ def header(args, argv: list[str]) -> list[str]:
         f"JAX backend {jax.default_backend()} ({jax.device_count()} device(s))",
         f"- python {platform.python_version()}, jax {jax.__version__}, jaxlib {jaxlib.__version__}, "
         f"numpyro {numpyro.__version__}, arviz {arviz.__version__}; float64",
-        f"- XLA CPU intra-op threads: NPROC={os.environ.get('NPROC', 'unset (XLA default)')}",
+        f"- XLA CPU intra-op threads: NPROC={os.environ.get('NPROC', 'unset (XLA default)')}; "
+        f"fit's compiler options: {bd.cache.fit_compiler_options() or 'XLA defaults'}",
         f"- bayes_dpreg at {commit}; {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}",
         f"- data: paper's simulation, n = {N_ROWS:,}, eps = {EPSILON:g}, delta = {DELTA:g}; default prior; "
         f"iterations: each method's default warm-up + draws (1 and {ESS_CHAINS} chains), "
@@ -336,12 +338,16 @@ def main(argv: list[str] | None = None) -> None:
                     help="seconds before the timing process of one (method, d, J) is abandoned")
     ap.add_argument("--cell", nargs=3, metavar=("METHOD", "D", "J"), help=argparse.SUPPRESS)
     ap.add_argument("--xla-threads", choices=["1", "default"], default="1")
+    ap.add_argument("--fast-compile", choices=["on", "off"], default="on",
+                    help="off: fit's programs with XLA's default compiler options (BAYES_DPREG_FAST_COMPILE=0)")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "speed")
     ap.add_argument("--name", help="file name stem (default: speed, or speed_quick with --quick)")
     args = ap.parse_args(argv)
     grid = QUICK if args.quick else FULL
     args.dims, args.parties = args.dims or grid["dims"], args.parties or grid["parties"]
     args.chains = sorted(args.chains or grid["chains"])
+    if args.fast_compile == "off":
+        os.environ["BAYES_DPREG_FAST_COMPILE"] = "0"  # the timing and fit processes inherit it
     if args.xla_threads == "1":
         from bayes_dpreg import configure_threads
 

@@ -1,5 +1,6 @@
 """The persistent compilation cache: on by default in the user cache directory, in the directory
-given, off on request; nothing at import."""
+given, off on request; nothing at import. The compiler options of a fit's programs; ArviZ imported
+in the background."""
 
 import os
 import subprocess
@@ -55,3 +56,42 @@ def test_a_cache_the_caller_configured_is_kept(tmp_path):
     own = str(tmp_path / "own")
     assert _run(None, home=tmp_path / "home", code=code, JAX_COMPILATION_CACHE_DIR=own) == own
     assert not (tmp_path / "home" / "bayes_dpreg").exists()
+
+
+FIT_CHILD = r"""
+import warnings, numpy as np
+warnings.simplefilter("ignore")
+import bayes_dpreg as bd
+from bayes_dpreg.cache import fit_compiler_options
+r = np.random.default_rng(0)
+X = r.uniform(-0.5, 0.5, size=(900, 2)); y = np.clip(X @ [0.5, -0.2] + 0.1 * r.standard_normal(900), -1, 1)
+st = [bd.release(a, b, epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j, name=f"p{j}")
+      for j, (a, b) in enumerate(bd.split_parties(X, y, 3))]
+idata = bd.fit(st, "fixeds", num_samples=200, num_warmup=100, num_chains=2)
+print(repr(fit_compiler_options()), float(idata.posterior["theta"].values.sum()), float(idata.log_likelihood["z_tilde"].values.sum()))
+"""
+
+
+def test_fit_compiler_options_change_compile_time_not_results():
+    """``fit``'s programs compile without XLA's CPU fusion emitters unless BAYES_DPREG_FAST_COMPILE is
+    off; the draws, which both settings compute from the same seed, agree to rounding."""
+    fast = _run("0", code=FIT_CHILD).split()
+    default = _run("0", code=FIT_CHILD, BAYES_DPREG_FAST_COMPILE="0").split()
+    assert fast[0] == "{'xla_cpu_use_fusion_emitters':" and default[0] == "None"
+    for a, b in zip(fast[-2:], default[-2:], strict=True):
+        assert abs(float(a) - float(b)) <= 1e-8 * max(1.0, abs(float(b))), (fast, default)
+
+
+def test_arviz_is_imported_in_the_background_once_asked():
+    code = r"""
+import sys, threading
+import bayes_dpreg
+from bayes_dpreg.idata import prefetch_arviz
+assert "arviz" not in sys.modules, "import bayes_dpreg imported arviz"
+prefetch_arviz()
+for t in threading.enumerate():
+    if t.name == "bayes_dpreg-import-arviz":
+        t.join()
+print("arviz" in sys.modules)
+"""
+    assert _run("0", code=code) == "True"

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array, lax
 
+from ..cache import fit_jit
 from ..precision import require_x64
 from ..threads import warn_if_lapack_may_split
 
@@ -110,7 +111,7 @@ class Sampler:
 @functools.lru_cache(maxsize=64)
 def _compiled_init(kernel: ChainKernel, settings: Any, batched: bool) -> Callable:
     one = lambda key, data, pr: kernel.init(key, data, pr, settings)
-    return jax.jit(jax.vmap(one, (0, None, None)) if batched else one)
+    return fit_jit(jax.vmap(one, (0, None, None)) if batched else one)
 
 
 @functools.lru_cache(maxsize=64)
@@ -127,7 +128,7 @@ def _compiled_advance(kernel: ChainKernel, settings: Any, length: int, batched: 
 
         return lax.scan(body, state, jax.random.split(key, length))
 
-    return jax.jit(jax.vmap(one, (0, None, None, 0)) if batched else one)
+    return fit_jit(jax.vmap(one, (0, None, None, 0)) if batched else one)
 
 
 def _matrices(data: Any, leading: int) -> tuple[int, int]:

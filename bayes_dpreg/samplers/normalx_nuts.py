@@ -32,7 +32,7 @@ the No-U-Turn sampler (NumPyro's implementation, :func:`numpyro.infer.hmc.hmc`):
   the release is nearly exact (``epsilon`` in the thousands), where curvature leaves
   correlations the partial centring does not remove.
 
-The density NUTS sees is the model's log-density (``prior_dists``, ``S_prior_dist``,
+The density NUTS sees is the model's log-density (``prior_dist``, ``S_prior_dist``,
 ``S_tilde_dist`` from :mod:`bayes_dpreg.hierarchical`; the collapsed ``z~`` likelihood from
 :mod:`bayes_dpreg.closed_form`) plus the log-Jacobian of ``(v, c, log sigma_y^2) ->
 (Sigma_x, S, sigma_y^2)``, simplified in closed form in :func:`log_density`:
@@ -58,7 +58,7 @@ from jax import Array
 from numpyro.infer.hmc import hmc
 
 from ..closed_form import collapsed_log_lik, party_terms, theta_conditional
-from ..hierarchical import ModelData, S_tilde_dist, model_data, prior_dists, upper
+from ..hierarchical import ModelData, S_tilde_dist, model_data, prior_dist, upper
 from ..kernels import pooled_covariance
 from ..linalg import from_log_cholesky, log_cholesky, nearest_psd, spd_inverse
 from ..prior import ResolvedPrior
@@ -211,7 +211,7 @@ def observed_log_density(S: Array, sigma2: Array, ls2: Array, data: ModelData, p
     t = party_terms(S, data.z_tilde, sigma2, data.sigma_z**2)
     return (
         S_tilde_dist(S, data).log_prob(upper(data.S_tilde)).sum()
-        + prior_dists(pr)["sigma2"].log_prob(sigma2)
+        + prior_dist(pr, "sigma2").log_prob(sigma2)
         + ls2
         + collapsed_log_lik(
             t.U.sum(0), t.u.sum(0), t.c.sum(0), jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C)), J * D
