@@ -33,15 +33,23 @@ both; with the map count kept in check the whole suite ran with the cache on.
 
 **Compiler options of a fit** (:func:`fit_jit`). A ``fit`` runs each of its programs once, so
 their compile time counts as much as their run time. On CPU, XLA's newer fusion emitters
-(``xla_cpu_use_fusion_emitters``, on by default in jaxlib 0.10) cost compile time a fit
-never wins back: with them off, XLA compiled a cold ``normalx-nuts`` fit's programs (d = 5,
-J = 5, 2 cores) in 4.2 s instead of 7.3 s, while each NUTS iteration took 14% longer (833
-against 730 us; ``normalx`` and ``fixeds`` changed by less than the noise), so a fit breaks
-even only beyond about 20,000 iterations per chain (``python benchmarks/fit_compile.py``).
-``fit``'s chain programs and its ``InferenceData`` programs are compiled with them off; the
-replication runner (:func:`~bayes_dpreg.samplers.base.run_batched`), whose programs run for
-minutes, keeps XLA's defaults. ``BAYES_DPREG_FAST_COMPILE=0`` keeps the defaults everywhere;
-so does a jaxlib that does not know the option, and any backend but the CPU.
+(``xla_cpu_use_fusion_emitters``, on by default in jaxlib 0.10) cost compile time that a fit
+does not win back. With them off, on 2 cores at d = 5, J = 5 (``python benchmarks/speed.py
+--methods normalx-nuts normalx fixeds --dims 5 --parties 5 --chains 1 4 --fast-compile on|off
+--name speed_fast_compile_on|off``; ``docs/results/speed/speed_fast_compile_*.md``):
+
+- ``normalx-nuts``: the sampler compiles in 4.1 s instead of 6.2 s, a cold fit takes 9.2 s
+  instead of 11.7 s, and an iteration 766-789 us instead of 736-749 us (3-7% more);
+- ``normalx``: 6.8 s instead of 8.5 s, a cold fit 11.7 s instead of 14.0 s, iterations as fast;
+- ``fixeds``: a cold fit 3.0 s instead of 3.5 s.
+
+At about 38 us more per NUTS iteration, the 2.1 s of compilation saved are spent after about
+14,000 iterations per chain (4 chains, run one after another). ``fit``'s chain programs and its ``InferenceData`` programs are compiled with the
+emitters off; the replication runner (:func:`~bayes_dpreg.samplers.base.run_batched`), whose
+programs run for minutes, keeps XLA's defaults. ``BAYES_DPREG_FAST_COMPILE=0`` keeps the
+defaults everywhere; so does a jaxlib that does not know the option, and any backend but the CPU.
+The draws depend on the option only through rounding (``tests/test_cache.py``), which a
+NUTS trajectory can amplify: the same seed gives other, equally valid, draws.
 """
 
 from __future__ import annotations
