@@ -44,9 +44,10 @@ does not win back. With them off, on 2 cores at d = 5, J = 5 (``python benchmark
 - ``fixeds``: a cold fit 3.0 s instead of 3.5 s.
 
 At about 38 us more per NUTS iteration, the 2.1 s of compilation saved are spent after about
-14,000 iterations per chain (4 chains, run one after another). ``fit``'s chain programs and its ``InferenceData`` programs are compiled with the
-emitters off; the replication runner (:func:`~bayes_dpreg.samplers.base.run_batched`), whose
-programs run for minutes, keeps XLA's defaults. ``BAYES_DPREG_FAST_COMPILE=0`` keeps the
+14,000 iterations per chain (4 chains, run one after another). ``fit``'s chain programs and
+its ``InferenceData`` programs are compiled with the emitters off; the replication runner
+(:func:`~bayes_dpreg.samplers.base.run_batched`), whose programs run for minutes, keeps XLA's
+defaults. ``BAYES_DPREG_FAST_COMPILE=0`` keeps the
 defaults everywhere; so does a jaxlib that does not know the option, and any backend but the CPU.
 The draws depend on the option only through rounding (``tests/test_cache.py``), which a
 NUTS trajectory can amplify: the same seed gives other, equally valid, draws.

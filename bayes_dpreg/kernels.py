@@ -485,9 +485,7 @@ def _log_target_sigma2_collapsed(log_s2: Array, lik: _GivenS, pr: ResolvedPrior)
     s2 = jnp.exp(log_s2)
     t = lik.terms(s2)
     return (
-        prior_dist(pr, "sigma2").log_prob(s2)
-        + _collapsed(t.U.sum(0), t.u.sum(0), t.c.sum(0), pr, lik.num_obs)
-        + log_s2
+        prior_dist(pr, "sigma2").log_prob(s2) + _collapsed(t.U.sum(0), t.u.sum(0), t.c.sum(0), pr, lik.num_obs) + log_s2
     )
 
 
