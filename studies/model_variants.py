@@ -52,6 +52,20 @@ release noise, seed 2026, the cell's prior, ``fit`` defaults):
   ``sigma_y^2 = B sigmoid(u - log B)`` with ``B = y_bound^2`` (about ``exp(u)``, the default's
   coordinate, well below ``B``), log-Jacobian ``log sigma_y^2 + log sigmoid(log B - u)``.
 
+* ``yy``: pins ``sigma_y^2`` with one more released number per party, ``w~_j = ||y_j||^2 +
+  N(0, sigma_w^2)`` (the design in ``docs/prior.md``, *Heterogeneous parties*). Here the study
+  releases it, with its own Gaussian mechanism at the cell's ``(epsilon, delta)`` (replace-one-row
+  sensitivity ``y_bound^2``; the parties' total budget is the composition of two such releases),
+  and the variant adds ``log p(w~ | z~, S, sigma_y^2)``, moment-matched: with ``theta | z~, S,
+  sigma_y^2 ~ N(mu, V)`` (eq. 12), ``Sig_j = sigma_y^2 S_j + sigma_z,j^2 I``, the true ``z_j = B_j
+  theta + sigma_y^2 S_j Sig_j^{-1} z~_j + eta_j`` with ``B_j = sigma_z,j^2 Sig_j^{-1} S_j`` and
+  ``eta_j ~ N(0, sigma_y^2 sigma_z,j^2 S_j Sig_j^{-1})`` independent, so the ``z_j`` are jointly
+  Gaussian (mean ``a_j``, covariances ``Sig_jk = B_j V B_k^T + [j = k] P_j``); ``||y_j||^2 = q_j +
+  RSS_j`` with ``q_j = z_j^T S_j^{-1} z_j`` (moments of a Gaussian quadratic form) and ``RSS_j ~
+  sigma_y^2 chi^2_{n_j - d}`` independent; ``w~ ~ N(E q + sigma_y^2 (n - d), Cov q + diag(2
+  sigma_y^4 (n - d) + sigma_w^2))``. ``theta`` is still drawn from eq. (12), which leaves out what
+  ``w~`` says about it (little: ``q_j``'s sd is hundreds where ``sigma_y^2 (n_j - d)`` is tens).
+
 Rows are appended to ``model_variants_replications.csv`` under ``--out`` (a rerun skips what is
 there); ``model_variants.md`` compares each variant with the default's rows of the coverage run on
 the same replications.
@@ -73,7 +87,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import coverage as cov  # noqa: E402  (studies/coverage.py)
 
 SEED = 2026
-VARIANTS = ("matrix-f", "softplus", "matrix-f+softplus", "dispersion", "lambda/100", "lkj", "sigma2-cap", "sigma2-cap-smooth", "party-sigma")
+VARIANTS = ("matrix-f", "softplus", "matrix-f+softplus", "dispersion", "lambda/100", "lkj", "sigma2-cap", "sigma2-cap-smooth", "party-sigma", "yy")
+YY: dict = {}  # the ``yy`` variant: this fit's released ||y_j||^2 and its noise sd (set by ``prepare``)
 PHI_SD = 1.0
 PARTY_LOG_K, PARTY_LOG_K_SD = float(np.log(300.0)), 3.0
 LKJ_ETA, LKJ_SCALE_SD = 1.0, 1.0
@@ -295,6 +310,87 @@ def _sigma2_cap_smooth(nn) -> None:
     nn.unpack, nn.log_density = unpack, log_density
 
 
+def yy_log_lik(S, sigma2, data, pr):
+    """``log p(w~ | z~, S, sigma_y^2)``, moment-matched (the ``yy`` variant, module docstring)."""
+    from jax.scipy.stats import multivariate_normal
+
+    mean, cov = yy_moments(S, sigma2, data, pr)
+    return multivariate_normal.logpdf(data.w, mean, cov)
+
+
+def yy_moments(S, sigma2, data, pr):
+    """Mean and covariance of ``w~ = (||y_j||^2 + noise)_j`` given ``z~, S, sigma_y^2`` (the ``yy``
+    variant; ``tests/test_model_variants.py`` checks them by simulation)."""
+    import jax.numpy as jnp
+
+    from bayes_dpreg.closed_form import theta_conditional
+    from bayes_dpreg.linalg import spd_inverse
+
+    J, d = data.z_tilde.shape
+    sz2 = data.sigma_z**2
+    eye = jnp.eye(d, dtype=S.dtype)
+    Sig = sigma2 * S + sz2[:, None, None] * eye
+    post = theta_conditional(S, data.z_tilde, sigma2, sz2, jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C)))
+    Sig_inv_S = jnp.linalg.solve(Sig, S)  # symmetric: Sig is a polynomial in S
+    B = sz2[:, None, None] * Sig_inv_S
+    a = B @ post.mean + sigma2 * jnp.einsum("jab,jb->ja", Sig_inv_S, data.z_tilde)
+    P = sigma2 * sz2[:, None, None] * Sig_inv_S
+    Sjk = jnp.einsum("jab,bc,kdc->jkad", B, post.cov, B) + jnp.eye(J)[:, :, None, None] * P[:, None]
+    A = jnp.linalg.solve(S, jnp.broadcast_to(eye, S.shape))
+    AS = jnp.einsum("jab,jkbc->jkac", A, Sjk)
+    Aa = jnp.einsum("jab,jb->ja", A, a)
+    Eq = (a * Aa).sum(-1) + jnp.trace(AS[jnp.arange(J), jnp.arange(J)], axis1=-2, axis2=-1)
+    Cq = 2.0 * jnp.einsum("jkab,kjba->jk", AS, AS) + 4.0 * jnp.einsum("ja,jkab,kb->jk", Aa, Sjk, Aa)
+    dof = data.n - d
+    cov = Cq + jnp.diag(2.0 * sigma2**2 * dof + data.sigma_w**2)
+    return Eq + sigma2 * dof, 0.5 * (cov + cov.T)
+
+
+def _yy(nn) -> None:
+    from typing import NamedTuple
+
+    import jax.numpy as jnp
+    from jax import Array
+
+    class YYData(NamedTuple):
+        S_tilde: Array
+        z_tilde: Array
+        n: Array
+        sigma_S: Array
+        sigma_z: Array
+        y_bound: Array
+        eig: None
+        w: Array
+        sigma_w: Array
+
+    base_data, base_observed = nn.model_data, nn.observed_log_density
+
+    def model_data(st):
+        return YYData(*base_data(st)[:6], None, jnp.asarray(YY["w"]), jnp.asarray(YY["sigma_w"]))
+
+    def observed_log_density(S, sigma2, ls2, data, pr):
+        return base_observed(S, sigma2, ls2, data, pr) + yy_log_lik(S, sigma2, data, pr)
+
+    nn.model_data, nn.observed_log_density = model_data, observed_log_density
+
+
+def prepare(variant: str | None, cell: dict, rep: int, data_dir: str, stats: list) -> None:
+    """Before a fit of replication ``rep``: for ``yy``, release each party's ``||y_j||^2`` (the
+    release's ``y_bound``; the study's bounds are the data maxima, so nothing is clipped)."""
+    if variant != "yy":
+        return
+    import bayes_dpreg as bd
+    from bayes_dpreg.privacy import analytic_gaussian_sigma
+
+    (X, y, _), _, _ = cov.replicate(cell, rep, SEED, data_dir)
+    parts = bd.split_parties(X, y, cell["J"])
+    yb = np.array([s.y_bound for s in stats])
+    sigma_w = np.array([analytic_gaussian_sigma(cell["eps"], 1e-5, b**2) for b in yb])
+    rng = np.random.default_rng([SEED, rep, 99])
+    w = np.array([float(np.sum(np.clip(yj, -b, b) ** 2)) for (_, yj), b in zip(parts, yb)])
+    YY.update(w=w + sigma_w * rng.standard_normal(w.size), sigma_w=sigma_w)
+
+
 def _patch(variant: str) -> None:
     from bayes_dpreg.samplers import normalx_nuts as nn
 
@@ -312,6 +408,8 @@ def _patch(variant: str) -> None:
         _sigma2_cap(nn)
     if variant == "sigma2-cap-smooth":
         _sigma2_cap_smooth(nn)
+    if variant == "yy":
+        _yy(nn)
 
 
 def lambda_shrink(variant: str | None) -> float:
@@ -343,6 +441,7 @@ def _work(args: tuple[str, str, list[int], str, float]) -> list[dict]:
     cell = next(c for c in cov.cells(cid.split("-")[0]) if c["id"] == cid)
 
     def priors(stats, rep):
+        prepare(variant, cell, rep, data_dir, stats)
         return {variant: variant_prior(cov.replicate(cell, rep, SEED, data_dir)[2], stats, variant)}
 
     return cov.fit_priors(cell, reps, SEED, data_dir, priors, ("normalx-nuts",), "variant")

@@ -51,6 +51,7 @@ def refit(cell: dict, rep: int, data_dir: str, variant: str | None, num_samples:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         stats = cov._releases(X, y, cell["J"], cell["eps"], s_noise, {"ssp"})["ssp"]
+        mv.prepare(variant, cell, rep, data_dir, stats)
         t0 = time.perf_counter()
         idata = bd.fit(stats, "normalx-nuts", mv.variant_prior(prior, stats, variant), seed=rep,
                        num_samples=num_samples, num_warmup=num_warmup)
