@@ -65,7 +65,7 @@ __all__ = ["enable_compilation_cache", "compilation_cache_dir", "fit_jit", "fit_
 
 ENV = "BAYES_DPREG_COMPILATION_CACHE"
 FAST_ENV = "BAYES_DPREG_FAST_COMPILE"
-FIT_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
+FIT_OPTIONS = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 1}
 MAX_SIZE_BYTES = 1 << 30
 _OFF = ("0", "off", "false", "no")
 _DEFAULT = ("", "1", "on", "true", "yes")
