@@ -32,25 +32,27 @@ executable holds its own memory mappings; ``tests/conftest.py``), which is the l
 both; with the map count kept in check the whole suite ran with the cache on.
 
 **Compiler options of a fit** (:func:`fit_jit`). A ``fit`` runs each of its programs once, so
-their compile time counts as much as their run time. On CPU, XLA's newer fusion emitters
-(``xla_cpu_use_fusion_emitters``, on by default in jaxlib 0.10) cost compile time that a fit
-does not win back. With them off, on 2 cores at d = 5, J = 5 (``python benchmarks/speed.py
---methods normalx-nuts normalx fixeds --dims 5 --parties 5 --chains 1 4 --fast-compile on|off
---name speed_fast_compile_on|off``; ``docs/results/speed/speed_fast_compile_*.md``):
+their compile time counts as much as their run time. On CPU two of XLA's settings cost compile
+time that a fit does not win back: the newer fusion emitters (``xla_cpu_use_fusion_emitters``,
+on by default in jaxlib 0.10) and the backend's optimisation level 3 (``xla_backend_optimization_level``;
+level 0 slowed sampling 1.7 times, level 1 did not). ``fit`` compiles with the emitters off and
+level 1. On 2 cores at d = 5, J = 5 (``python benchmarks/speed.py --methods normalx-nuts normalx
+fixeds --dims 5 --parties 5 --chains 1 4 --fast-compile on|off --name speed_fast_compile_on|off``;
+``docs/results/speed/speed_fast_compile_*.md``):
 
-- ``normalx-nuts``: the sampler compiles in 4.1 s instead of 6.2 s, a cold fit takes 9.2 s
-  instead of 11.7 s, and an iteration 766-789 us instead of 736-749 us (3-7% more);
-- ``normalx``: 6.8 s instead of 8.5 s, a cold fit 11.7 s instead of 14.0 s, iterations as fast;
-- ``fixeds``: a cold fit 3.0 s instead of 3.5 s.
+- ``normalx-nuts``: the sampler compiles in 3.7 s instead of 6.2 s, a cold fit takes 8.5 s
+  instead of 11.7 s, and an iteration 774-799 us instead of 736-749 us (3-9% more);
+- ``normalx``: 5.5 s instead of 8.5 s, a cold fit 8.9 s instead of 14.0 s, iterations as fast;
+- ``fixeds``: a cold fit 2.6 s instead of 3.5 s.
 
-At about 38 us more per NUTS iteration, the 2.1 s of compilation saved are spent after about
+At about 45 us more per NUTS iteration, the 2.5 s of compilation saved are spent after about
 14,000 iterations per chain (4 chains, run one after another). ``fit``'s chain programs and
-its ``InferenceData`` programs are compiled with the emitters off; the replication runner
+its ``InferenceData`` programs are compiled this way; the replication runner
 (:func:`~bayes_dpreg.samplers.base.run_batched`), whose programs run for minutes, keeps XLA's
-defaults. ``BAYES_DPREG_FAST_COMPILE=0`` keeps the
-defaults everywhere; so does a jaxlib that does not know the option, and any backend but the CPU.
-The draws depend on the option only through rounding (``tests/test_cache.py``), which a
-NUTS trajectory can amplify: the same seed gives other, equally valid, draws.
+defaults. ``BAYES_DPREG_FAST_COMPILE=0`` keeps the defaults everywhere; so does a jaxlib that
+does not know the options, and any backend but the CPU. The draws depend on the options only
+through rounding (``tests/test_cache.py``), which a NUTS trajectory can amplify: the same seed
+gives other, equally valid, draws.
 """
 
 from __future__ import annotations
