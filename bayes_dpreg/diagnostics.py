@@ -193,7 +193,8 @@ class Convergence(NamedTuple):
         if not problems:
             return ""
         advice = (
-            "raise num_warmup and num_samples (and num_chains), and check the prior's scale against the declared bounds"
+            "raise num_warmup and num_samples (and num_chains), or for the NUTS methods pass extend=2 to continue "
+            "the chains, and check the prior's scale against the declared bounds"
         )
         if self.divergences:
             advice = "raise target_accept_prob (e.g. 0.95); " + advice
@@ -315,6 +316,20 @@ def convergence(
         separated_chains(post, names) if num_chains > 1 else {},
         sigma2_bound,
     )
+
+
+def needs_more_draws(draws: dict, info: dict | None = None, var_names: Sequence[str] = ("theta", "sigma2")) -> bool:
+    """For the chain driver's ``extend``: the chains of ``var_names`` (arrays ``(chain, draw, ...)``)
+    mix too slowly (R-hat above 1.01, or bulk or tail ESS below 100 per chain, :func:`convergence`)
+    but do not sit in separate modes, which more draws would not join. Divergences do not count:
+    more draws do not remove them."""
+    import arviz as az
+
+    del info
+    post = {k: np.asarray(draws[k]) for k in var_names if k in draws}
+    c = convergence(az.from_dict(posterior=post), tuple(post))
+    slow = c.max_rhat > c.rhat_max or min(c.min_ess_bulk, c.min_ess_tail) < c.ess_min
+    return slow and not c.separated
 
 
 # -- the posterior against the declared bounds -------------------------------------------------

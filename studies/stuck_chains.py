@@ -41,7 +41,7 @@ def failing_reps(cid: str, out: Path, threshold: float = 1.01) -> list[int]:
 
 
 def refit(cell: dict, rep: int, data_dir: str, variant: str | None, num_samples: int = 500,
-          num_warmup: int = 500) -> dict:
+          num_warmup: int = 500, extend: int = 0) -> dict:
     """One refit of replication ``rep``; per-chain summaries of ``sigma_y^2`` and ``lp``."""
     import arviz as az
 
@@ -54,7 +54,7 @@ def refit(cell: dict, rep: int, data_dir: str, variant: str | None, num_samples:
         mv.prepare(variant, cell, rep, data_dir, stats)
         t0 = time.perf_counter()
         idata = bd.fit(stats, "normalx-nuts", mv.variant_prior(prior, stats, variant), seed=rep,
-                       num_samples=num_samples, num_warmup=num_warmup)
+                       num_samples=num_samples, num_warmup=num_warmup, **({"extend": extend} if extend else {}))
         seconds = time.perf_counter() - t0
     post, ss = idata.posterior, idata.sample_stats
     rhat, ess = az.rhat(post), az.ess(post, method="bulk")
@@ -67,6 +67,7 @@ def refit(cell: dict, rep: int, data_dir: str, variant: str | None, num_samples:
         rhat=float(max(rhat[v].max() for v in post.data_vars)), ess=float(min(ess[v].min() for v in post.data_vars)),
         s2=s2, lp=lp, lp_gap=float(lp[far] - np.delete(lp, far).mean()),
         div=int(ss["diverging"].values.sum()), cover90=float(np.mean((lo <= theta) & (theta <= hi))), seconds=seconds,
+        extensions=int(post.attrs.get("extensions", 0)),
     )
 
 
@@ -85,6 +86,7 @@ def main() -> None:
     ap.add_argument("--num-warmup", type=int, default=500, help="warm-up iterations per chain")
     ap.add_argument("--num-samples", type=int, default=500, help="draws per chain after the warm-up")
     ap.add_argument("--max-rhat", type=float, default=1.01, help="refit the coverage run's fits above this")
+    ap.add_argument("--extend", type=int, default=0, help="fit's extend: continue slowly mixing chains up to N times")
     ap.add_argument("--data-dir", default=str(cov.REPO.parent / "shared" / "data"))
     ap.add_argument("--out", default=str(cov.REPO / "docs" / "results" / "coverage"))
     args = ap.parse_args()
@@ -98,10 +100,11 @@ def main() -> None:
     cell = next(c for c in cov.cells(args.cell.split("-")[0]) if c["id"] == args.cell)
     md = out / "stuck_chains.md"
     label = (args.variant or "default") + (f", {args.num_warmup} warm-up" if args.num_warmup != 500 else "") + (
-        f", {args.num_samples} draws" if args.num_samples != 500 else "")
+        f", {args.num_samples} draws" if args.num_samples != 500 else "") + (
+        f", extend={args.extend}" if args.extend else "")
     for rep in args.reps or failing_reps(args.cell, out, args.max_rhat):
-        fitted = refit(cell, rep, args.data_dir, args.variant, args.num_samples, args.num_warmup)
-        line = row(args.cell, label, fitted)
+        fitted = refit(cell, rep, args.data_dir, args.variant, args.num_samples, args.num_warmup, args.extend)
+        line = row(args.cell, label + (f" ({fitted['extensions']} used)" if args.extend else ""), fitted)
         print(line, flush=True)
         key = line.split(" | ")[:3]
         lines = [x for x in (md.read_text().splitlines()[4:] if md.exists() else []) if x.split(" | ")[:3] != key]

@@ -151,3 +151,32 @@ def test_separate_modes_are_labelled_by_coefficient_name():
     named = az.from_dict(posterior={"theta": post["theta"].values}, coords={"coef": ["age", "dose"]},
                          dims={"theta": ["coef"]}).posterior
     assert sorted(separated_chains(named, ["theta"])) == ["theta[age]", "theta[dose]"]
+
+
+def test_more_draws_are_asked_for_slow_mixing_only():
+    from bayes_dpreg.diagnostics import needs_more_draws
+
+    def draws(theta_offsets, sigma2_centres):
+        post = _posterior(theta_offsets, sigma2_centres).posterior
+        return {k: post[k].values for k in ("theta", "sigma2")}
+
+    assert needs_more_draws(draws([0, 0.5, 0, -0.5], [0.01, 0.015, 0.01, 0.007]))  # slow mixing
+    assert not needs_more_draws(draws([0, 0, 0, 0], [0.01, 0.01, 0.01, 250.0]))  # separate modes
+    assert not needs_more_draws(draws([0, 0, 0, 0], [1, 1, 1, 1]))  # mixed
+
+
+def test_extend_continues_the_chains_until_they_mix():
+    stats = _stats()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        short = bd.fit(stats, seed=3, num_warmup=10, num_samples=20)
+        longer = bd.fit(stats, seed=3, num_warmup=10, num_samples=20, extend=3)
+    at = longer.posterior.attrs
+    assert short.posterior.attrs["extensions"] == 0 and short.posterior.attrs["max_rhat"] > 1.01
+    assert 1 <= at["extensions"] <= 3 and at["num_samples"] == 20 * (1 + at["extensions"])
+    assert longer.posterior.sizes["draw"] == at["num_samples"] == longer.sample_stats.sizes["draw"]
+    # the same chains, continued: the first draws are the short fit's
+    np.testing.assert_array_equal(longer.posterior["theta"].values[:, :20], short.posterior["theta"].values)
+    assert at["extensions"] == 3 or at["max_rhat"] <= 1.01 or at["separated_modes"]
+    with pytest.raises(ValueError, match="extend must be an integer >= 0"):
+        bd.fit(stats, extend=-1)

@@ -160,9 +160,15 @@ def run_chains(
     thin: int = 1,
     progress_bar: bool = False,
     keep: Sequence[str] | None = None,
+    extend: int = 0,
+    more: Callable[[dict, dict], bool] | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Run ``num_chains`` chains on one data set: draws and sample statistics, each
-    ``(chain, draw, ...)``, after ``num_warmup`` iterations, every ``thin``-th."""
+    ``(chain, draw, ...)``, after ``num_warmup`` iterations, every ``thin``-th.
+
+    ``extend``, ``more``: up to ``extend`` times, while ``more(draws, info)`` says the chains
+    have not mixed, every chain goes on from where it stopped (no new warm-up) for another
+    ``num_samples`` kept draws, which are appended."""
     require_x64("the chain driver")
     total = num_warmup + num_samples * thin
     sizes = _chunks(total)
@@ -170,28 +176,57 @@ def run_chains(
     keys = jax.random.split(key, num_chains)
     warn_if_lapack_may_split(num_chains if kernel.vectorize else 1, *_matrices(data, 0))
     bar = _progress(progress_bar, total * num_chains)
-    if kernel.vectorize:
-        init = _compiled_init(kernel, settings, True)
-        advance = _compiled_advance(kernel, settings, sizes[0], True, keep_t)
-        parts = _advance_all(advance, init(keys, data, pr), data, pr, keys, sizes, bar, num_chains)
-        out = jax.tree.map(lambda *a: np.concatenate(a, axis=1), *parts)
-    else:
-        init = _compiled_init(kernel, settings, False)
-        advance = _compiled_advance(kernel, settings, sizes[0], False, keep_t)
-        chains = []
-        for k in keys:
-            parts = _advance_all(advance, init(k, data, pr), data, pr, k, sizes, bar, 1)
-            chains.append(jax.tree.map(lambda *a: np.concatenate(a, axis=0), *parts))
-        out = jax.tree.map(lambda *a: np.stack(a), *chains)
+    batched = kernel.vectorize
+    init = _compiled_init(kernel, settings, batched)
+    advance = _compiled_advance(kernel, settings, sizes[0], batched, keep_t)
+    groups = [keys] if batched else list(keys)  # vmapped chains run together; NUTS chains one by one
+    width = num_chains if batched else 1
+    states, outs = [], []
+    for k in groups:
+        state, parts = _advance_all(advance, init(k, data, pr), data, pr, k, sizes, bar, width)
+        states.append(state)
+        outs.append(_kept_draws(parts, num_warmup, total, thin, batched))
+    draws, info = _join(outs, batched)
+    extra = [sizes[0]] * -(-num_samples * thin // sizes[0])  # the compiled chunk length, as often as needed
+    for r in range(extend):
+        if more is None or not more(draws, info):
+            break
+        for g, k in enumerate(groups):
+            k_r = (
+                jax.vmap(lambda kk, r=r: jax.random.fold_in(kk, EXTEND_STREAM + r))(k)
+                if batched
+                else (jax.random.fold_in(k, EXTEND_STREAM + r))
+            )
+            states[g], parts = _advance_all(advance, states[g], data, pr, k_r, extra, bar, width)
+            outs[g] = jax.tree.map(
+                lambda a, b: np.concatenate([a, b], axis=1 if batched else 0),
+                outs[g],
+                _kept_draws(parts, 0, num_samples * thin, thin, batched),
+            )
+        draws, info = _join(outs, batched)
     if bar is not None:
         bar.close()
-    draws, info = jax.tree.map(lambda a: a[:, num_warmup:total:thin], out)
     return draws, info
+
+
+EXTEND_STREAM = 1_000_000  # fold_in offset of the extensions' keys (the first run folds in its chunk numbers)
+
+
+def _kept_draws(parts: list, start: int, stop: int, thin: int, batched: bool) -> Any:
+    """Concatenate chunk outputs along the iteration axis and keep ``start:stop:thin``."""
+    axis = 1 if batched else 0
+    out = jax.tree.map(lambda *a: np.concatenate(a, axis=axis), *parts)
+    return jax.tree.map(lambda a: a[:, start:stop:thin] if batched else a[start:stop:thin], out)
+
+
+def _join(outs: list, batched: bool) -> tuple[dict, dict]:
+    """``(draws, info)`` with a leading chain axis from one vmapped group or one group per chain."""
+    return outs[0] if batched else jax.tree.map(lambda *a: np.stack(a), *outs)
 
 
 def _advance_all(
     advance: Callable, state: Any, data: Any, pr: Any, key: Array, sizes: list[int], bar: Any, width: int
-) -> list:
+) -> tuple[Any, list]:
     parts = []
     for i, size in enumerate(sizes):
         k = jax.vmap(lambda kk, i=i: jax.random.fold_in(kk, i))(key) if key.ndim else jax.random.fold_in(key, i)
@@ -199,7 +234,7 @@ def _advance_all(
         parts.append(jax.tree.map(np.asarray, out))
         if bar is not None:
             bar.update(size * width)
-    return parts
+    return state, parts
 
 
 def _progress(enabled: bool, total: int) -> Any:

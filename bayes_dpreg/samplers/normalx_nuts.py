@@ -58,6 +58,7 @@ from jax import Array
 from numpyro.infer.hmc import hmc
 
 from ..closed_form import collapsed_log_lik, party_terms, theta_conditional
+from ..diagnostics import needs_more_draws
 from ..hierarchical import ModelData, S_tilde_dist, model_data, prior_dist, upper
 from ..kernels import pooled_covariance
 from ..linalg import from_log_cholesky, log_cholesky, nearest_psd, spd_inverse
@@ -337,9 +338,15 @@ def run_nuts(
     dense_mass: str = "auto",
     thinning: int = 1,
     progress_bar: bool = False,
+    extend: int = 0,
 ) -> MethodResult:
     """Run a NUTS :class:`ChainKernel` of this module's kind (``normalx-nuts``, ``normalx-intercept``)
-    on stacked statistics; ArviZ's NUTS sample statistics and the settings in the attributes."""
+    on stacked statistics; ArviZ's NUTS sample statistics and the settings in the attributes.
+
+    ``extend``: up to this many times, while the chains of ``theta`` and ``sigma2`` mix too slowly
+    (R-hat above 1.01 or ESS below 100 per chain) and do not sit in separate modes
+    (:func:`~bayes_dpreg.diagnostics.needs_more_draws`), every chain goes on, with the warm-up's
+    step size and mass matrix, for another ``num_samples`` draws. Off (0) by default."""
     settings = NutsSettings(num_warmup, float(target_accept_prob), int(max_tree_depth), dense_mass)
     check_settings(settings)
     samples, stats = run_chains(
@@ -353,6 +360,8 @@ def run_nuts(
         num_samples=num_samples,
         thin=thinning,
         progress_bar=progress_bar,
+        extend=_non_negative("extend", extend),
+        more=needs_more_draws,
     )
     stats["tree_depth"] = np.floor(np.log2(np.maximum(stats["n_steps"], 1))).astype(np.int64) + 1
     attrs = {
@@ -362,8 +371,16 @@ def run_nuts(
         "max_tree_depth": max_tree_depth,
         "dense_mass": dense_mass,
         "divergences": int(stats["diverging"].sum()),
+        "num_samples": int(np.shape(stats["diverging"])[1]),
+        "extensions": (int(np.shape(stats["diverging"])[1]) // num_samples) - 1,
     }
     return MethodResult(samples, attrs, stats)
+
+
+def _non_negative(name: str, v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+        raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
+    return int(v)
 
 
 def run(
@@ -388,5 +405,5 @@ SAMPLER = Sampler(
     kernel=KERNEL,
     data=model_data,
     settings=settings,
-    options=("target_accept_prob", "max_tree_depth", "dense_mass", "thinning", "progress_bar"),
+    options=("target_accept_prob", "max_tree_depth", "dense_mass", "thinning", "progress_bar", "extend"),
 )
