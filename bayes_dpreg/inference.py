@@ -143,7 +143,8 @@ def fit(
     coef_names : labels of the ``coef`` dimension.
     options : method options (``bayes_dpreg.samplers.SAMPLERS[method].options``), e.g.
         ``target_accept_prob`` for ``normalx-nuts``, ``sigma2="text" | "code" | float`` for
-        ``fast``, ``p`` for ``adassp``, ``progress_bar`` for all.
+        ``fast``, ``p`` for ``adassp``, ``progress_bar`` for all, ``extend`` for the NUTS methods
+        (continue chains that mix too slowly, up to that many times; off by default).
 
     Returns
     -------
