@@ -6,15 +6,18 @@ import os
 import subprocess
 import sys
 
-CHILD = r"""
+RELEASES = r"""
 import warnings, numpy as np
 warnings.simplefilter("ignore")
 import bayes_dpreg as bd
-from bayes_dpreg.cache import compilation_cache_dir
+from bayes_dpreg.cache import compilation_cache_dir, fit_compiler_options
 r = np.random.default_rng(0)
 X = r.uniform(-0.5, 0.5, size=(900, 2)); y = np.clip(X @ [0.5, -0.2] + 0.1 * r.standard_normal(900), -1, 1)
 st = [bd.release(a, b, epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j, name=f"p{j}")
       for j, (a, b) in enumerate(bd.split_parties(X, y, 3))]
+"""
+
+CHILD = RELEASES + r"""
 assert compilation_cache_dir() is None  # nothing at import
 bd.fit(st, "fast", num_samples=20, num_chains=2)  # the quickest fit that compiles programs
 print(compilation_cache_dir())
@@ -58,15 +61,7 @@ def test_a_cache_the_caller_configured_is_kept(tmp_path):
     assert not (tmp_path / "home" / "bayes_dpreg").exists()
 
 
-FIT_CHILD = r"""
-import warnings, numpy as np
-warnings.simplefilter("ignore")
-import bayes_dpreg as bd
-from bayes_dpreg.cache import fit_compiler_options
-r = np.random.default_rng(0)
-X = r.uniform(-0.5, 0.5, size=(900, 2)); y = np.clip(X @ [0.5, -0.2] + 0.1 * r.standard_normal(900), -1, 1)
-st = [bd.release(a, b, epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j, name=f"p{j}")
-      for j, (a, b) in enumerate(bd.split_parties(X, y, 3))]
+FIT_CHILD = RELEASES + r"""
 idata = bd.fit(st, "fixeds", num_samples=200, num_warmup=100, num_chains=2)
 print(repr(fit_compiler_options()), float(idata.posterior["theta"].values.sum()), float(idata.log_likelihood["z_tilde"].values.sum()))
 """
