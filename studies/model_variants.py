@@ -66,6 +66,9 @@ release noise, seed 2026, the cell's prior, ``fit`` defaults):
   sigma_y^4 (n - d) + sigma_w^2))``. ``theta`` is still drawn from eq. (12), which leaves out what
   ``w~`` says about it (little: ``q_j``'s sd is hundreds where ``sigma_y^2 (n_j - d)`` is tens).
 
+* ``extend2``: not a model change: ``fit(..., extend=2)``, which continues chains that mix too
+  slowly (and do not sit in separate modes) for up to twice ``num_samples`` more draws.
+
 Rows are appended to ``model_variants_replications.csv`` under ``--out`` (a rerun skips what is
 there); ``model_variants.md`` compares each variant with the default's rows of the coverage run on
 the same replications.
@@ -87,7 +90,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import coverage as cov  # noqa: E402  (studies/coverage.py)
 
 SEED = 2026
-VARIANTS = ("matrix-f", "softplus", "matrix-f+softplus", "dispersion", "lambda/100", "lkj", "sigma2-cap", "sigma2-cap-smooth", "party-sigma", "yy")
+VARIANTS = ("matrix-f", "softplus", "matrix-f+softplus", "dispersion", "lambda/100", "lkj", "sigma2-cap", "sigma2-cap-smooth", "party-sigma", "yy", "extend2")
 YY: dict = {}  # the ``yy`` variant: this fit's released ||y_j||^2 and its noise sd (set by ``prepare``)
 PHI_SD = 1.0
 PARTY_LOG_K, PARTY_LOG_K_SD = float(np.log(300.0)), 3.0
@@ -435,6 +438,9 @@ def _work(args: tuple[str, str, list[int], str, float]) -> list[dict]:
     bd.configure_threads()
     bd.enable_x64()
     _patch(variant)
+    if variant == "extend2" and not hasattr(bd.fit, "extend"):  # once per worker process
+        bd.fit = functools.partial(bd.fit, extend=2)
+        bd.fit.extend = 2
     if target_accept != 0.8 and not hasattr(bd.fit, "target_accept"):  # once per worker process
         bd.fit = functools.partial(bd.fit, target_accept_prob=target_accept)
         bd.fit.target_accept = target_accept
