@@ -136,7 +136,17 @@ def fit_compiler_options() -> dict[str, Any] | None:
 
 def fit_jit(fun: Callable, **kwargs: Any) -> Callable:
     """``jax.jit(fun, **kwargs)`` with :func:`fit_compiler_options`: for the programs a single
-    ``fit`` compiles and runs once (the module docstring gives the trade-off)."""
-    import jax
+    ``fit`` compiles and runs once (the module docstring gives the trade-off). The options are
+    looked up at the first call, not here, so that a module may apply it at import."""
 
-    return jax.jit(fun, compiler_options=fit_compiler_options(), **kwargs)
+    @functools.cache
+    def jitted() -> Callable:
+        import jax
+
+        return jax.jit(fun, compiler_options=fit_compiler_options(), **kwargs)
+
+    @functools.wraps(fun)
+    def call(*args: Any, **kw: Any) -> Any:
+        return jitted()(*args, **kw)
+
+    return call

@@ -318,14 +318,13 @@ def convergence(
     )
 
 
-def needs_more_draws(draws: dict, info: dict | None = None, var_names: Sequence[str] = ("theta", "sigma2")) -> bool:
+def needs_more_draws(draws: dict, var_names: Sequence[str] = ("theta", "sigma2")) -> bool:
     """For the chain driver's ``extend``: the chains of ``var_names`` (arrays ``(chain, draw, ...)``)
     mix too slowly (R-hat above 1.01, or bulk or tail ESS below 100 per chain, :func:`convergence`)
     but do not sit in separate modes, which more draws would not join. Divergences do not count:
     more draws do not remove them."""
     import arviz as az
 
-    del info
     post = {k: np.asarray(draws[k]) for k in var_names if k in draws}
     c = convergence(az.from_dict(posterior=post), tuple(post))
     slow = c.max_rhat > c.rhat_max or min(c.min_ess_bulk, c.min_ess_tail) < c.ess_min

@@ -91,9 +91,7 @@ def _predictive_draws(
     return jax.vmap(one)(theta, sigma2, S, keys)
 
 
-@functools.cache
-def _predictive() -> Any:
-    return fit_jit(_predictive_draws)
+_predictive = fit_jit(_predictive_draws)
 
 
 def _prior_theta_sigma2(pr: Any, sigma2_fixed: float | None, key: jax.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -128,7 +126,7 @@ def _predictive_groups(
         S = np.broadcast_to(S_hat, (N,) + S_hat.shape)
     k_post, k_prior = jax.random.split(key)
     theta_pr, s2_pr = _prior_theta_sigma2(pr, sigma2_fixed, k_prior)
-    ll, rep = _predictive()(
+    ll, rep = _predictive(
         jnp.asarray(np.concatenate([_flat(theta, 2), theta_pr])),
         jnp.asarray(np.concatenate([s2, s2_pr])),
         jnp.asarray(np.concatenate([S, np.broadcast_to(S_hat, (PRIOR_DRAWS,) + S_hat.shape)])),
@@ -148,13 +146,9 @@ def _predictive_groups(
     )
 
 
+@functools.partial(fit_jit, static_argnums=0)
 def _log_prior_factor(name: str, pr: Any, draws: jax.Array) -> jax.Array:
     return prior_dist(pr, name).log_prob(draws)
-
-
-@functools.cache
-def _compiled_log_prior_factor() -> Any:
-    return fit_jit(_log_prior_factor, static_argnums=0)
 
 
 def _log_prior(post: dict, latent: dict, pr: Any) -> dict:
@@ -166,7 +160,7 @@ def _log_prior(post: dict, latent: dict, pr: Any) -> dict:
     events = {"theta": np.shape(pr.m), "sigma2": (), "Sigma_x": np.shape(pr.Lambda)}
     sites = {"theta": post.get("theta"), "sigma2": post.get("sigma2"), "Sigma_x": latent.get("Sigma_x")}
     sites = {k: jnp.asarray(v) for k, v in sites.items() if v is not None and np.shape(v)[2:] == events[k]}
-    return {k: np.asarray(_compiled_log_prior_factor()(k, pr, v)) for k, v in sites.items()}
+    return {k: np.asarray(_log_prior_factor(k, pr, v)) for k, v in sites.items()}
 
 
 def _attrs(sampler: Any, st: Any) -> dict:

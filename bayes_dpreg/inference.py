@@ -44,6 +44,7 @@ from .prior import ModelSpec, Prior, load_model, prior_scales
 from .release import NoisyStats, as_stats_list, check_distinct, stack_stats, warn_if_not_private
 from .samplers import DEFAULT_METHOD, SAMPLERS, Sampler
 from .samplers import get as get_sampler
+from .samplers.base import positive_int
 from .samplers.fast import fast_sigma2
 
 __all__ = ["fit", "fast_sigma2", "METHODS", "resolve_prior", "NoiseWarning", "NOISE_TO_SIGNAL_MAX"]
@@ -102,12 +103,6 @@ def _check_statistics(sampler: Sampler, stats: list[NoisyStats], d: int, n: np.n
                 f"{d + 1}; parties (index, n_j) {small} are too small (use 'fixeds' or 'fast')"
             )
     return intercept
-
-
-def _positive_int(name: str, v: Any, minimum: int = 1) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {v!r}")
-    return int(v)
 
 
 @x64
@@ -177,9 +172,9 @@ def fit(
     check_distinct(stats)
     for s in stats:
         warn_if_not_private(s, stacklevel=3)
-    num_chains = _positive_int("num_chains", num_chains)
-    num_samples = _positive_int("num_samples", sampler.num_samples if num_samples is None else num_samples)
-    num_warmup = _positive_int("num_warmup", sampler.num_warmup if num_warmup is None else num_warmup, 0)
+    num_chains = positive_int("num_chains", num_chains)
+    num_samples = positive_int("num_samples", sampler.num_samples if num_samples is None else num_samples)
+    num_warmup = positive_int("num_warmup", sampler.num_warmup if num_warmup is None else num_warmup, 0)
     st = stack_stats(stats)
     d = st.d
     intercept = _check_statistics(sampler, stats, d, st.n)

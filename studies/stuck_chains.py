@@ -106,8 +106,13 @@ def main() -> None:
         fitted = refit(cell, rep, args.data_dir, args.variant, args.num_samples, args.num_warmup, args.extend)
         line = row(args.cell, label + (f" ({fitted['extensions']} used)" if args.extend else ""), fitted)
         print(line, flush=True)
-        key = line.split(" | ")[:3]
-        lines = [x for x in (md.read_text().splitlines()[4:] if md.exists() else []) if x.split(" | ")[:3] != key]
+        key = [f"| {args.cell}", str(rep), label]  # a rerun replaces the row, however many extensions it used
+
+        def same(x: str) -> bool:
+            cells = x.split(" | ")[:3]
+            return cells[:2] == key[:2] and cells[2].split(" (")[0] == label
+
+        lines = [x for x in (md.read_text().splitlines()[4:] if md.exists() else []) if not same(x)]
         md.write_text(PREAMBLE + "\n".join([HEADER, "|---" * (HEADER.count("|") - 1) + "|", *lines, line]) + "\n")
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from ..cache import fit_jit
 from ..precision import require_x64
 from ..threads import warn_if_lapack_may_split
 
-__all__ = ["MethodResult", "ChainKernel", "Sampler", "run_chains", "run_batched", "CHUNK"]
+__all__ = ["MethodResult", "ChainKernel", "Sampler", "run_chains", "run_batched", "positive_int", "CHUNK"]
 
 CHUNK = 100  # iterations per compiled call
 
@@ -105,6 +105,13 @@ class Sampler:
     options: tuple[str, ...] = field(default_factory=tuple)
 
 
+def positive_int(name: str, v: Any, minimum: int = 1) -> int:
+    """``v`` as an ``int``, or a clear error unless it is an integer of at least ``minimum``."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {v!r}")
+    return int(v)
+
+
 # -- the driver ------------------------------------------------------------------------------
 
 
@@ -161,12 +168,12 @@ def run_chains(
     progress_bar: bool = False,
     keep: Sequence[str] | None = None,
     extend: int = 0,
-    more: Callable[[dict, dict], bool] | None = None,
+    more: Callable[[dict], bool] | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Run ``num_chains`` chains on one data set: draws and sample statistics, each
     ``(chain, draw, ...)``, after ``num_warmup`` iterations, every ``thin``-th.
 
-    ``extend``, ``more``: up to ``extend`` times, while ``more(draws, info)`` says the chains
+    ``extend``, ``more``: up to ``extend`` times, while ``more(draws)`` says the chains
     have not mixed, every chain goes on from where it stopped (no new warm-up) for another
     ``num_samples`` kept draws, which are appended."""
     require_x64("the chain driver")
@@ -189,14 +196,10 @@ def run_chains(
     draws, info = _join(outs, batched)
     extra = [sizes[0]] * -(-num_samples * thin // sizes[0])  # the compiled chunk length, as often as needed
     for r in range(extend):
-        if more is None or not more(draws, info):
+        if more is None or not more(draws):
             break
         for g, k in enumerate(groups):
-            k_r = (
-                jax.vmap(lambda kk, r=r: jax.random.fold_in(kk, EXTEND_STREAM + r))(k)
-                if batched
-                else (jax.random.fold_in(k, EXTEND_STREAM + r))
-            )
+            k_r = _fold_in(k, EXTEND_STREAM + r)
             states[g], parts = _advance_all(advance, states[g], data, pr, k_r, extra, bar, width)
             outs[g] = jax.tree.map(
                 lambda a, b: np.concatenate([a, b], axis=1 if batched else 0),
@@ -229,12 +232,16 @@ def _advance_all(
 ) -> tuple[Any, list]:
     parts = []
     for i, size in enumerate(sizes):
-        k = jax.vmap(lambda kk, i=i: jax.random.fold_in(kk, i))(key) if key.ndim else jax.random.fold_in(key, i)
-        state, out = advance(state, data, pr, k)
+        state, out = advance(state, data, pr, _fold_in(key, i))
         parts.append(jax.tree.map(np.asarray, out))
         if bar is not None:
             bar.update(size * width)
     return state, parts
+
+
+def _fold_in(key: Array, i: int) -> Array:
+    """``fold_in(key, i)`` for one chain's key, or for each of a vmapped group's keys."""
+    return jax.vmap(lambda k: jax.random.fold_in(k, i))(key) if key.ndim else jax.random.fold_in(key, i)
 
 
 def _progress(enabled: bool, total: int) -> Any:

@@ -63,7 +63,7 @@ from ..hierarchical import ModelData, S_tilde_dist, model_data, prior_dist, uppe
 from ..kernels import pooled_covariance
 from ..linalg import from_log_cholesky, log_cholesky, nearest_psd, spd_inverse
 from ..prior import ResolvedPrior
-from .base import ChainKernel, MethodResult, Sampler, run_chains
+from .base import ChainKernel, MethodResult, Sampler, positive_int, run_chains
 
 __all__ = [
     "NutsSettings",
@@ -360,7 +360,7 @@ def run_nuts(
         num_samples=num_samples,
         thin=thinning,
         progress_bar=progress_bar,
-        extend=_non_negative("extend", extend),
+        extend=positive_int("extend", extend, 0),
         more=needs_more_draws,
     )
     stats["tree_depth"] = np.floor(np.log2(np.maximum(stats["n_steps"], 1))).astype(np.int64) + 1
@@ -375,12 +375,6 @@ def run_nuts(
         "extensions": (int(np.shape(stats["diverging"])[1]) // num_samples) - 1,
     }
     return MethodResult(samples, attrs, stats)
-
-
-def _non_negative(name: str, v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-        raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
-    return int(v)
 
 
 def run(
