@@ -16,6 +16,7 @@ default pool (:mod:`bayes_dpreg.threads`).
 from .bounds import ProposedBounds, propose_bounds
 from .compare import compare, inclusion, log_evidence, normalx_evidence
 from .data import Dataset, Simulated, load_dataset, load_power_plant, simulate, split_parties
+from .device import select_device
 from .diagnostics import BoundsMisfitWarning, ConvergenceWarning, HeterogeneityWarning, PriorSensitivityWarning
 from .inference import METHODS, NoiseWarning, fit
 from .precision import enable_x64
@@ -47,6 +48,7 @@ __all__ = [
     "enable_x64",
     "compare",
     "configure_threads",
+    "select_device",
     "inclusion",
     "log_evidence",
     "normalx_evidence",

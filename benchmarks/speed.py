@@ -40,8 +40,10 @@ Each (method, d, J) is timed in its own process, abandoned after ``--cell-timeou
 ``--fit-timeout``); a method that fails or times out is not run at larger d and J. Every process
 runs with one XLA CPU intra-op thread (``bayes_dpreg.configure_threads()``) unless
 ``--xla-threads default``, and with the compiler options of :func:`bayes_dpreg.cache.fit_jit` for
-the chain driver's programs unless ``--fast-compile off``. Writes ``<name>.md`` and ``<name>.csv`` under ``--out``
-(``docs/results/speed/``; name ``speed``, or ``speed_quick`` with ``--quick``).
+the chain driver's programs unless ``--fast-compile off``. ``--device gpu`` runs every process on the GPU
+(:func:`bayes_dpreg.select_device`; an error where JAX has none). Writes ``<name>.md`` and ``<name>.csv`` under
+``--out`` (``docs/results/speed/``; name ``speed``, or ``speed_quick`` with ``--quick``; ``_gpu`` appended on the
+GPU).
 """
 
 from __future__ import annotations
@@ -341,6 +343,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--xla-threads", choices=["1", "default"], default="1")
     ap.add_argument("--fast-compile", choices=["on", "off"], default="on",
                     help="off: fit's programs with XLA's default compiler options (BAYES_DPREG_FAST_COMPILE=0)")
+    ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu",
+                    help="where JAX computes (bayes_dpreg.select_device; the timing and fit processes inherit it)")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "speed")
     ap.add_argument("--name", help="file name stem (default: speed, or speed_quick with --quick)")
     args = ap.parse_args(argv)
@@ -353,6 +357,12 @@ def main(argv: list[str] | None = None) -> None:
         from bayes_dpreg import configure_threads
 
         configure_threads()  # before JAX computes anything; the timing and fit processes inherit it
+    from bayes_dpreg import select_device
+
+    try:
+        select_device(args.device)  # likewise: JAX_PLATFORMS for this process and its children
+    except RuntimeError as exc:
+        sys.exit(f"benchmarks/speed.py: {exc}")
     if args.cell:  # one (method, d, J) in this process: its row as JSON on the last line
         from bayes_dpreg import enable_x64
 
@@ -362,7 +372,7 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(kernel_rows(m, d, J, args)))
         return
     args.methods = args.methods or methods()
-    name = args.name or ("speed_quick" if args.quick else "speed")
+    name = args.name or ("speed_quick" if args.quick else "speed") + ("_gpu" if args.device == "gpu" else "")
 
     t_start, load_start = time.perf_counter(), os.getloadavg()[0]
     rows, failed = [], {}

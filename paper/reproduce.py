@@ -2,7 +2,7 @@
 
     python paper/reproduce.py {fig2,fig3,fig4,table1,coverage} [--reps N] [--iterations N] [--out DIR]
         [--calibration auto|as_published ...] [--methods ...] [--prior matched|paper] [--workers K]
-        [--data-dir DIR] [--seed S]
+        [--data-dir DIR] [--seed S] [--device cpu|gpu]
 
 Runs :mod:`experiments` (this directory; not part of the ``bayes_dpreg`` wheel). What each
 figure writes, and how long it takes, is in ``paper/README.md``. The real data sets (table1)
@@ -48,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--workers", type=int, default=1,
                    help="fig2/fig4/table1: processes that share the cells (one per core; results do not depend on it)")
     x.add_argument("--seed", type=int, default=0)
+    x.add_argument("--device", choices=sorted(bayes_dpreg.device.DEVICES), default=None,
+                   help="where JAX computes; gpu stops with an error where JAX has no GPU (default: JAX's "
+                        "choice, the CPU unless JAX's CUDA plugin is installed)")
     return x
 
 
@@ -89,6 +92,12 @@ def reproduce(args: argparse.Namespace, command: str) -> Path:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    try:
+        if args.device is not None:
+            bayes_dpreg.select_device(args.device)  # before JAX computes; the worker processes inherit it
+    except RuntimeError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
     try:
         out = reproduce(args, f"{PROG} " + " ".join(argv))
     except (ValueError, TypeError, OSError) as exc:

@@ -137,3 +137,11 @@ def test_the_data_directory_comes_from_the_environment_or_the_repository_not_the
     assert ex.default_data_dir() == tmp_path
     with pytest.raises(FileNotFoundError):
         ex.real_replicates("power_plant", 1, reps=1, calibration="auto", seed=0)
+
+
+def test_reproduce_cli_refuses_a_device_it_cannot_use(capsys):
+    import jax
+
+    other = "gpu" if jax.default_backend() == "cpu" else "cpu"  # this process already runs on its backend
+    assert main(["fig3", "--device", other]) == 2
+    assert "JAX already runs on" in capsys.readouterr().err
