@@ -1,14 +1,15 @@
 """The README's method table: ranges over the cells of the committed coverage studies.
 
-    python studies/coverage_table.py [--dir docs/results/coverage]
+    python studies/coverage_table.py [--dir docs/results/coverage] [--criteria]
 
 Reads ``coverage_{suite}.csv`` (written by ``studies/coverage.py``) for the ``small``,
 ``real`` and ``paper`` suites and prints, per group of cells and method, the range over cells of
 the 50% and 90% coverage, of the RMSE of the posterior mean relative to ``fixeds`` on
 the same replications, the largest fraction of fits with R-hat > 1.01 or a divergent
 transition, and the median seconds per fit. Then the 90% coverage of ``fast`` and
-``fixeds`` by the noise-to-signal ratio behind their ``NoiseWarning``, and the default
-prior's sensitivity to the truth's scale (real-feature cells, ``docs/prior.md``).
+``fixeds`` by the noise-to-signal ratio behind their ``NoiseWarning``, the default
+prior's sensitivity to the truth's scale (real-feature cells, ``docs/prior.md``), and, cell by
+cell, the default method against the criteria of issue 11 (``criteria_table``).
 """
 
 from __future__ import annotations
@@ -104,15 +105,62 @@ def sensitivity_table(directory: Path) -> str:
     return "\n".join(lines)
 
 
+DEFAULT = "normalx-nuts"
+
+
+def criteria_table(directory: Path) -> str:
+    """Every cell against issue 11's criteria for the default method: where the truth is drawn from the
+    prior the fit is given (``small``, ``-matched-``), 90% coverage in [0.87, 0.93] and 50% in [0.46, 0.54];
+    with the default prior, 90% coverage >= 0.87 and RMSE at most 1.1 times the better of ``fixeds``' and
+    the prior mean's; everywhere, R-hat > 1.01 in at most 5% of fits. ``meets``: which of these hold."""
+    lines = ["| cell | prior | reps | 90% coverage | 50% coverage | RMSE / best of `fixeds`, prior mean | "
+             "R-hat > 1.01 | fails |", "|---" * 8 + "|"]
+    for suite in ("small", "real", "paper"):
+        path = directory / f"coverage_{suite}.csv"
+        if not path.exists():
+            continue
+        by = {(r["cell"], r["method"]): r for r in csv.DictReader(open(path))}
+        for cell in dict.fromkeys(c for c, _ in by):
+            if (cell, DEFAULT) not in by:
+                continue
+            r = by[cell, DEFAULT]
+            matched = suite == "small" or "-matched-" in cell
+            c90, c50, rhat = _f(r, "cover90"), _f(r, "cover50"), _f(r, "rhat_gt_1.01")
+            best = min(_f(by.get((cell, "fixeds"), {}), "rmse"), _f(r, "rmse_prior_mean"))
+            ratio = _f(r, "rmse") / best
+            fails = []
+            if matched and not 0.87 <= c90 <= 0.93:
+                fails.append("90% coverage")
+            if matched and not 0.46 <= c50 <= 0.54:
+                fails.append("50% coverage")
+            if not matched and c90 < 0.87:
+                fails.append("90% coverage")
+            if not matched and ratio > 1.1:
+                fails.append("RMSE")
+            if rhat > 0.05:
+                fails.append("R-hat")
+            lines.append(f"| {cell} | {'matched' if matched else 'default'} | {r['reps']} | {c90:.3f} ± "
+                         f"{_f(r, 'cover90_se'):.3f} | {c50:.3f} ± {_f(r, 'cover50_se'):.3f} | "
+                         f"{'-' if matched else f'{ratio:.2f}'} | {rhat:.3f} | {', '.join(fails) or '-'} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", default=str(REPO / "docs" / "results" / "coverage"))
-    directory = Path(ap.parse_args().dir)
+    ap.add_argument("--criteria", action="store_true", help="print only the per-cell table of issue 11's criteria")
+    args = ap.parse_args()
+    directory = Path(args.dir)
+    if args.criteria:
+        print(criteria_table(directory))
+        return
     print(table(directory))
     print()
     print(noise_table(directory))
     print()
     print(sensitivity_table(directory))
+    print()
+    print(criteria_table(directory))
 
 
 if __name__ == "__main__":
