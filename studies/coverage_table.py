@@ -1,6 +1,6 @@
 """The README's method table: ranges over the cells of the committed coverage studies.
 
-    python studies/coverage_table.py [--dir docs/results/coverage] [--criteria]
+    python studies/coverage_table.py [--dir docs/results/coverage] [--criteria | --paper]
 
 Reads ``coverage_{suite}.csv`` (written by ``studies/coverage.py``) for the ``small``,
 ``real`` and ``paper`` suites and prints, per group of cells and method, the range over cells of
@@ -145,14 +145,36 @@ def criteria_table(directory: Path) -> str:
     return "\n".join(lines)
 
 
+def paper_table(directory: Path) -> str:
+    """The paper's-simulation cells: the default against ``fixeds`` and ``fast`` (``docs/prior.md``)."""
+    path = directory / "coverage_paper.csv"
+    if not path.exists():
+        return ""
+    by = {(r["cell"], r["method"]): r for r in csv.DictReader(open(path))}
+    lines = [f"| cell | reps | `{DEFAULT}` 90% | 50% | RMSE | fits with divergences | `fixeds` 90% | `fast` 90% | "
+             "`fixeds` RMSE |", "|---" * 9 + "|"]
+    for cell in dict.fromkeys(c for c, _ in by):
+        r, fx, fa = by.get((cell, DEFAULT)), by.get((cell, "fixeds"), {}), by.get((cell, "fast"), {})
+        if r is None:
+            continue
+        lines.append(f"| {cell.removeprefix('paper-')} | {r['reps']} | {_f(r, 'cover90'):.2f} | {_f(r, 'cover50'):.2f} | "
+                     f"{_f(r, 'rmse'):.2f} | {_f(r, 'divergent_fits'):.2f} | {_f(fx, 'cover90'):.2f} | "
+                     f"{_f(fa, 'cover90'):.2f} | {_f(fx, 'rmse'):.2f} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", default=str(REPO / "docs" / "results" / "coverage"))
     ap.add_argument("--criteria", action="store_true", help="print only the per-cell table of issue 11's criteria")
+    ap.add_argument("--paper", action="store_true", help="print only the paper's-simulation table of docs/prior.md")
     args = ap.parse_args()
     directory = Path(args.dir)
     if args.criteria:
         print(criteria_table(directory))
+        return
+    if args.paper:
+        print(paper_table(directory))
         return
     print(table(directory))
     print()
