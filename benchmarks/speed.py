@@ -347,6 +347,8 @@ def table(rows: list[dict], chains: list[int], fits: bool, cache: bool) -> list[
 
 
 def main(argv: list[str] | None = None) -> None:
+    from bayes_dpreg.device import DEVICES
+
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="d in {2, 5}, J in {1, 5}, 1/4/64 chains")
@@ -368,7 +370,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--xla-threads", choices=["1", "default"], default="1")
     ap.add_argument("--fast-compile", choices=["on", "off"], default="on",
                     help="off: fit's programs with XLA's default compiler options (BAYES_DPREG_FAST_COMPILE=0)")
-    ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu",
+    ap.add_argument("--device", choices=sorted(DEVICES), default="cpu",
                     help="where JAX computes (bayes_dpreg.select_device; the timing and fit processes inherit it)")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "speed")
     ap.add_argument("--name", help="file name stem (default: speed, or speed_quick with --quick)")

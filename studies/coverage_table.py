@@ -112,7 +112,7 @@ def criteria_table(directory: Path) -> str:
     """Every cell against issue 11's criteria for the default method: where the truth is drawn from the
     prior the fit is given (``small``, ``-matched-``), 90% coverage in [0.87, 0.93] and 50% in [0.46, 0.54];
     with the default prior, 90% coverage >= 0.87 and RMSE at most 1.1 times the better of ``fixeds``' and
-    the prior mean's; everywhere, R-hat > 1.01 in at most 5% of fits. ``meets``: which of these hold."""
+    the prior mean's; everywhere, R-hat > 1.01 in at most 5% of fits. Column ``fails``: those that do not hold."""
     lines = ["| cell | prior | reps | 90% coverage | 50% coverage | RMSE / best of `fixeds`, prior mean | "
              "R-hat > 1.01 | fails |", "|---" * 8 + "|"]
     for suite in ("small", "real", "paper"):
