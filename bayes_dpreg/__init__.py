@@ -6,11 +6,10 @@ Bayesian Linear Regression with MCMC" (ICML 2023). It computes in float64 (entri
 run under ``jax.enable_x64(True)``; scripts that call the low-level modules directly
 call :func:`enable_x64` first (:mod:`bayes_dpreg.precision`).
 
-Importing it changes nothing else: processes that run many vectorised chains
-(studies, benchmarks, the command line, the tests) call :func:`configure_threads`
-first, which asks XLA for one CPU intra-op thread; jaxlib 0.10.0-0.11.0 can
-deadlock on few cores when it splits large batched linear algebra over the
-default pool (:mod:`bayes_dpreg.threads`).
+Importing it changes nothing else. The public functions also lower their programs so that
+no batched LAPACK call can deadlock XLA's CPU thread pool, which jaxlib 0.10 does on few
+cores when it splits large batches over that pool (:mod:`bayes_dpreg.threads`); no
+environment variable is needed.
 """
 
 from .bounds import ProposedBounds, propose_bounds

@@ -542,9 +542,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 @x64
 def main(argv: Sequence[str] | None = None) -> int:
-    from .threads import configure_threads
-
-    configure_threads()  # this process runs the studies: one XLA CPU thread (bayes_dpreg.threads)
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

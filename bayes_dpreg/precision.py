@@ -4,7 +4,8 @@ Entries of ``S = X^T X`` grow with ``n`` (1e5 rows and more), so the package com
 in float64. Importing it changes nothing: the public entry points that compute with JAX
 (:func:`~bayes_dpreg.fit`, :func:`~bayes_dpreg.compare` and the evidence functions,
 SBC, the calibration diagnostics, the CLI) run under ``jax.enable_x64(True)``, a
-context that restores the caller's setting on return (:func:`x64`). Code that calls the
+context that restores the caller's setting on return (:func:`x64`), which also lowers their
+programs so that no batched LAPACK call can deadlock XLA's CPU pool (:mod:`bayes_dpreg.threads`). Code that calls the
 low-level modules directly (kernels, closed forms, the chain driver) calls
 :func:`enable_x64` once first, as with ``numpyro.enable_x64()``; the chain driver refuses
 to run in 32-bit mode (:func:`require_x64`) rather than lose precision silently.
@@ -19,6 +20,8 @@ from typing import Any, TypeVar
 import jax
 import numpy as np
 
+from .threads import lapack_guard
+
 __all__ = ["enable_x64", "x64", "require_x64"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -30,11 +33,13 @@ def enable_x64() -> None:
 
 
 def x64(fn: F) -> F:
-    """Run ``fn`` under ``jax.enable_x64(True)``; the caller's setting is restored afterwards."""
+    """Run ``fn`` under ``jax.enable_x64(True)`` and :func:`~bayes_dpreg.threads.lapack_guard`
+    (no batched LAPACK call that can deadlock XLA's CPU pool); the caller's settings are restored
+    afterwards."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with jax.enable_x64(True):
+        with jax.enable_x64(True), lapack_guard():
             return fn(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]

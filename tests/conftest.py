@@ -4,10 +4,15 @@ from pathlib import Path
 import pytest
 
 import bayes_dpreg
+from bayes_dpreg.threads import lapack_guard
 
 # the tests call low-level modules (kernels, closed forms) directly; the public API needs no such call
 bayes_dpreg.enable_x64()
-bayes_dpreg.configure_threads()  # the suite runs vectorised chains: one XLA CPU thread (bayes_dpreg.threads)
+# and they compile programs outside the public functions' guard: the whole suite lowers under it
+# (bayes_dpreg.threads; the public entry points on XLA's default pool, in fresh processes: test_no_hang.py).
+# Two worker processes share 2 cores, so each asks XLA for one thread (for speed, not against the hang).
+lapack_guard().__enter__()
+bayes_dpreg.configure_threads()
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"

@@ -34,7 +34,7 @@ from jax import Array, lax
 
 from ..cache import fit_jit
 from ..precision import require_x64
-from ..threads import warn_if_lapack_may_split
+from ..threads import lapack_guarded
 
 __all__ = ["MethodResult", "ChainKernel", "Sampler", "run_chains", "run_batched", "positive_int", "CHUNK"]
 
@@ -138,22 +138,12 @@ def _compiled_advance(kernel: ChainKernel, settings: Any, length: int, batched: 
     return fit_jit(jax.vmap(one, (0, None, None, 0)) if batched else one)
 
 
-def _matrices(data: Any, leading: int) -> tuple[int, int]:
-    """``(matrices per chain, d)`` of the largest stack of square matrices in ``data`` (a leaf
-    ``(..., J, d, d)``), ignoring ``leading`` batch axes: the batch of the per-party linear algebra."""
-    best = (1, 0)
-    for a in jax.tree.leaves(data):
-        shape = np.shape(a)[leading:]
-        if len(shape) >= 2 and shape[-1] == shape[-2]:
-            best = max(best, (int(np.prod(shape[:-2], dtype=np.int64)), int(shape[-1])), key=lambda t: t[0] * t[1] ** 3)
-    return best
-
-
 def _chunks(total: int) -> list[int]:
     size = min(CHUNK, total)
     return [size] * (-(-total // size))
 
 
+@lapack_guarded
 def run_chains(
     kernel: ChainKernel,
     data: Any,
@@ -181,7 +171,6 @@ def run_chains(
     sizes = _chunks(total)
     keep_t = tuple(keep) if keep is not None else None
     keys = jax.random.split(key, num_chains)
-    warn_if_lapack_may_split(num_chains if kernel.vectorize else 1, *_matrices(data, 0))
     bar = _progress(progress_bar, total * num_chains)
     batched = kernel.vectorize
     init = _compiled_init(kernel, settings, batched)
@@ -287,6 +276,7 @@ def _kept(draws: dict, keep: tuple) -> dict:
     return {n: draws[n] for n in keep}
 
 
+@lapack_guarded
 def run_batched(
     kernel: ChainKernel,
     data: Any,
@@ -310,7 +300,6 @@ def run_batched(
     require_x64("the chain driver")
     R = jax.tree.leaves(data)[0].shape[0]
     batch = batch or R
-    warn_if_lapack_may_split(min(batch, R) * num_chains, *_matrices(data, 1))
     fn = _compiled_batch(kernel, settings, num_chains, num_warmup, num_samples, thin, tuple(keep))
     keys = jax.random.split(key, R)
     parts = []
