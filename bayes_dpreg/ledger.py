@@ -106,7 +106,9 @@ class PrivacyLedger:
         delta_budget: float | None = None,
         source: str = "",
     ) -> None:
-        self.path = Path(path)
+        # a symlink is followed, so that the budget charged is its target's (replacing the link by a
+        # file of its own would start a fresh budget beside the real one)
+        self.path = Path(path).resolve()
         with self._locked():
             if self.path.exists():
                 doc = self._read()

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from scipy.special import log_ndtr, ndtr
@@ -69,19 +69,27 @@ _RTOL = 1e-13
 
 
 def check_privacy_parameters(epsilon: float, delta: float) -> None:
-    """Raise ``ValueError`` unless ``epsilon > 0`` and ``0 < delta < 1`` (both finite)."""
-    if not (isinstance(epsilon, (int, float, np.floating, np.integer)) and math.isfinite(epsilon)):
-        raise ValueError(f"epsilon must be a finite number, got {epsilon!r}")
-    if not (isinstance(delta, (int, float, np.floating, np.integer)) and math.isfinite(delta)):
-        raise ValueError(f"delta must be a finite number, got {delta!r}")
+    """Raise ``ValueError`` unless ``epsilon > 0`` and ``0 < delta < 1`` (both finite real numbers,
+    not booleans)."""
+    _check_real("epsilon", epsilon)
+    _check_real("delta", delta)
     if epsilon <= 0:
         raise ValueError(f"epsilon must be > 0, got {epsilon}")
     if not 0 < delta < 1:
         raise ValueError(f"delta must lie in (0, 1), got {delta}")
 
 
+def _check_real(name: str, value: Any) -> None:
+    """A finite real number: ``True`` is not a bound or a privacy parameter, though Python counts it as 1."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise ValueError(f"{name} must be a finite number, got {value!r} ({type(value).__name__})")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+
+
 def _check_positive(name: str, value: float) -> None:
-    if not (math.isfinite(value) and value > 0):
+    _check_real(name, value)
+    if not value > 0:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
@@ -320,6 +328,8 @@ def calibrate(
     figures only; never chosen by ``"auto"``.
     """
     check_privacy_parameters(epsilon, delta)
+    _check_positive("x_bound", x_bound)
+    _check_positive("y_bound", y_bound)
     if calibration == "as_published":
         return _as_published(epsilon, delta, x_bound, y_bound)
     sens = ssp_sensitivity(x_bound, y_bound, neighbouring)

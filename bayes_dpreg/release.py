@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
+from .gram import Gram
 from .ledger import reserve
 from .privacy import (
     Calibration,
@@ -68,12 +69,13 @@ __all__ = [
     "FORMAT",
     "MAX_FILE_BYTES",
     "SeededReleaseWarning",
+    "FloatNoiseWarning",
     "check_distinct",
     "warn_if_not_private",
 ]
 
 FORMAT = "bayes_dpreg.noisy_stats"
-FORMAT_VERSION = 2  # 2 adds release_id and reproducible_seed; version 1 files are still read
+FORMAT_VERSION = 3  # 2 adds release_id and reproducible_seed, 3 private; versions 1 and 2 are still read
 MAX_FILE_BYTES = 64 * 2**20
 MAX_ROWS = 10**12
 _REL_TOL = 1e-12
@@ -89,8 +91,15 @@ class SeededReleaseWarning(NotPrivateWarning):
     """Noise drawn from a caller's seed: anyone who learns the seed can subtract it."""
 
 
+class FloatNoiseWarning(NotPrivateWarning):
+    """Floating-point Gaussian noise (``noise="float"``): its low-order bits can reveal the data."""
+
+
 def _real_array(name: str, a: Any) -> np.ndarray:
-    """``a`` as an array of real numbers: booleans, complex numbers, strings and objects are refused."""
+    """``a`` as an array of real numbers: booleans, complex numbers, strings, objects and masked
+    arrays (whose mask ``np.asarray`` would drop) are refused."""
+    if isinstance(a, np.ma.MaskedArray):
+        raise ValueError(f"{name} is a masked array: fill or drop the masked entries first (the mask would be ignored)")
     arr = np.asarray(a)
     if arr.dtype.kind not in "iuf":
         kind = {"b": "booleans", "c": "complex numbers", "O": "Python objects", "U": "strings", "S": "bytes"}
@@ -114,7 +123,7 @@ def validate_data(X: Any, y: Any, min_rows: int | None = None) -> tuple[np.ndarr
     """Check a party's private data: finite, ``X`` of shape (n, d), ``y`` of shape (n,), n >= d
     (``n >= min_rows`` for one batch of a streamed table)."""
     X = _as_float_array("X", X, 2)
-    y = np.asarray(y, dtype=np.float64)
+    y = np.asarray(_real_array("y", y), dtype=np.float64)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
     y = _as_float_array("y", y, 1)
@@ -172,6 +181,12 @@ class NoisyStats:
         object.__setattr__(self, "z", z)
         _check_stats(self)
 
+    @property
+    def private(self) -> bool:
+        """Whether the release is (epsilon, delta)-DP as declared: discrete noise from OpenDP's
+        CSPRNG. Floating-point noise (seeded or not) and the "as published" noise are not."""
+        return self.noise == "discrete" and self.calibration != "as_published" and not self.reproducible_seed
+
     # -- file format ---------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The released payload as plain JSON-able Python objects."""
@@ -205,7 +220,7 @@ class NoisyStats:
         flushed to disk, then linked into place (or, with ``overwrite=True``, renamed over an
         existing file). Nothing is left behind on failure; an existing file is kept unless
         ``overwrite``."""
-        payload = self.to_dict()
+        payload = self.to_dict() | {"private": self.private}
         doc = {
             "format": FORMAT,
             "version": FORMAT_VERSION,
@@ -391,6 +406,7 @@ _SCHEMA: dict[str, tuple[type, ...]] = {
     "release_id": (str,),
     "reproducible_seed": (bool,),
     "noise": (str,),
+    "private": (bool,),
 }
 
 
@@ -411,6 +427,8 @@ def _read_capped(path: Path, max_bytes: int) -> bytes:
 
 def _check_schema(path: Path, payload: dict[str, Any]) -> None:
     for key, types in _SCHEMA.items():
+        if key not in payload:
+            continue
         v = payload[key]
         if isinstance(v, bool) and bool not in types:
             raise StatsFileError(f"{path}: field {key!r} must be {types[0].__name__}, got a boolean")
@@ -435,8 +453,9 @@ def load_stats(path: str | os.PathLike, *, max_bytes: int = MAX_FILE_BYTES) -> N
     raw = _read_capped(path, max_bytes)
     try:
         doc = json.loads(raw.decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise StatsFileError(f"{path}: not a valid JSON statistics file ({exc})") from None
+    except (ValueError, RecursionError) as exc:  # JSON and UTF-8 errors, integers past Python's digit limit, nesting
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise StatsFileError(f"{path}: not a valid JSON statistics file ({reason})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise StatsFileError(f"{path}: not a bayes_dpreg statistics file (missing format {FORMAT!r})")
     version = doc.get("version")
@@ -449,19 +468,28 @@ def load_stats(path: str | os.PathLike, *, max_bytes: int = MAX_FILE_BYTES) -> N
         digest = _digest(payload)
     except ValueError:
         raise StatsFileError(f"{path}: contains NaN or infinity") from None
+    except RecursionError:
+        raise StatsFileError(f"{path}: values nested too deeply") from None
     if doc.get("sha256") != digest:
         raise StatsFileError(f"{path}: checksum mismatch, the file was modified after it was written")
     if version == 1:
         payload = dict(payload, release_id=f"v1-{digest[:32]}", reproducible_seed=False, noise="float")
-    expected = set(NoisyStats.__dataclass_fields__)
+    if version in (1, 2):
+        payload = dict(payload, private=None)
+    expected = set(NoisyStats.__dataclass_fields__) | {"private"}
     if set(payload) != expected:
         missing, extra = expected - set(payload), set(payload) - expected
         raise StatsFileError(f"{path}: wrong fields (missing {sorted(missing)}, unexpected {sorted(extra)})")
+    private = payload.pop("private")
     _check_schema(path, payload)
+    if version == FORMAT_VERSION and not isinstance(private, bool):
+        raise StatsFileError(f"{path}: field 'private' must be bool, got {type(private).__name__}")
     try:
         stats = NoisyStats(**payload)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, OverflowError) as exc:
         raise StatsFileError(f"{path}: {exc}") from None
+    if private is not None and private != stats.private:
+        raise StatsFileError(f"{path}: says private={private}, but its noise ({stats.noise}) makes it {stats.private}")
     warn_if_not_private(stats)
     return stats
 
@@ -498,8 +526,15 @@ def warn_if_not_private(stats: NoisyStats, stacklevel: int = 3) -> None:
     if stats.reproducible_seed:
         warnings.warn(
             f"{stats.name or 'statistics'}: the noise was drawn from a caller's seed; whoever knows the seed can "
-            "remove it, so the release is private only while the seed stays secret (seeds are for studies)",
+            "remove it, so the release is not private (seeds are for studies)",
             SeededReleaseWarning,
+            stacklevel=stacklevel,
+        )
+    elif stats.noise == "float" and stats.calibration != "as_published":
+        warnings.warn(
+            f"{stats.name or 'statistics'}: floating-point Gaussian noise (noise='float'), whose low-order bits can "
+            "reveal the data (Mironov 2012): not private; release with the default discrete noise",
+            FloatNoiseWarning,
             stacklevel=stacklevel,
         )
 
@@ -540,8 +575,11 @@ def _symmetric_from_upper(upper: np.ndarray, d: int) -> np.ndarray:
     return M + np.triu(M, 1).T
 
 
-def _discrete_ssp_noise(S: np.ndarray, z: np.ndarray, cal: Calibration) -> tuple[np.ndarray, np.ndarray]:
-    """``[upper(S), z]`` through the discrete Gaussian mechanism: one call (joint) or two (split)."""
+def _discrete_ssp_noise(ex: _Exact, cal: Calibration) -> tuple[np.ndarray, np.ndarray]:
+    """``[upper(S), z]`` through the discrete Gaussian mechanism: one call (joint) or two (split),
+    on values rounded to the grid exactly from the exact sums (OpenDP's own rounding is then the
+    identity, and the one charged to the sensitivity)."""
+    S, z, _ = ex.on_grid(cal.grid_S, cal.grid_z)  # type: ignore[arg-type]
     d = S.shape[0]
     upper = S[np.triu_indices(d)]
     if cal.kind == "joint":
@@ -601,12 +639,27 @@ def _rows_to_release(X: Any, y: Any, intercept: bool, average: int) -> tuple[np.
 class _Exact(NamedTuple):
     """The exact (clipped) statistics of one party, before any noise: never released as such."""
 
-    S: np.ndarray
-    z: np.ndarray
-    n: int
+    gram: Gram  # S, z, y^T y, exactly (bayes_dpreg.gram)
     x_bound: float  # the released rows' norm bound (grown by the intercept column)
     meta: dict[str, Any]
-    yy: float  # y^T y of the clipped responses (the B&S release)
+
+    @property
+    def n(self) -> int:
+        return self.gram.n
+
+    @property
+    def d(self) -> int:
+        return self.gram.p - 1
+
+    def values(self) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(S, z, y^T y)`` in float64, each exact sum rounded once."""
+        return self.gram.split(self.gram.values())
+
+    def on_grid(self, k_S: int, k_z: int) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(S, z, y^T y)`` rounded exactly to the grids ``2^k_S`` (``S``) and ``2^k_z`` (``z``, ``y^T y``)."""
+        S = self.gram.split(self.gram.on_grid(k_S))[0]
+        _, z, yy = self.gram.split(self.gram.on_grid(k_z))
+        return S, z, yy
 
 
 def _exact_release_stats(
@@ -619,33 +672,31 @@ def _exact_release_stats(
     columns: list[str] | None,
     progress: bool,
 ) -> _Exact:
-    """``S``, ``z``, ``y^T y`` of the clipped (averaged, intercept-augmented) rows, ``n``, the
-    released rows' norm bound and the metadata; in memory for arrays, batch by batch for tables
-    (both through :func:`~bayes_dpreg.sources.clipped_sums`)."""
+    """The exact Gram (``S``, ``z``, ``y^T y``) of the clipped (averaged, intercept-augmented)
+    rows, the released rows' norm bound and the metadata; in memory for arrays, batch by batch
+    for tables (both through :func:`~bayes_dpreg.sources.clipped_sums`)."""
     from .sources import accumulate, clipped_sums, is_table_source
 
     if not is_table_source(X):
         if columns is not None:
             raise ValueError("columns= selects the features of a table source (a path or an Arrow object)")
         X, y, meta = _rows_to_release(X, y, intercept, average)
-        S, z, n, report, yy = clipped_sums(X, y, x_bound, y_bound, intercept)
-        warn_if_clipped(report)
-        S = 0.5 * (S + S.T)
+        gram, report = clipped_sums(X, y, x_bound, y_bound, intercept)
     else:
         if average != 1:
             raise ValueError("average_rows needs the data in memory (arrays), not a streamed table")
         acc = accumulate(
             X, x_bound, y_bound, y=-1 if y is None else y, columns=columns, intercept=intercept, progress=progress
         )
-        warn_if_clipped(acc.report)
-        if acc.S is None or acc.z is None:
+        if acc.gram is None:
             raise ValueError("the table has no rows")
-        S, z, n, yy, meta = acc.S, acc.z, acc.n, acc.yy, {}
-        if n < S.shape[0]:
-            raise ValueError(f"a party needs at least d = {S.shape[0]} rows, got n = {n}")
+        gram, report, meta = acc.gram, acc.report, {}
+        if gram.n < gram.p - 1:
+            raise ValueError(f"a party needs at least d = {gram.p - 1} rows, got n = {gram.n}")
+    warn_if_clipped(report)
     if intercept:
         meta["intercept"] = True
-    return _Exact(S, z, int(n), math.hypot(1.0, x_bound) if intercept else x_bound, meta, yy)
+    return _Exact(gram, math.hypot(1.0, x_bound) if intercept else x_bound, meta)
 
 
 def release(
@@ -665,7 +716,6 @@ def release(
     ledger: PrivacyLedger | str | os.PathLike | None = None,
     columns: list[str] | None = None,
     progress: bool = False,
-    _reproducible: bool | None = None,
 ) -> NoisyStats:
     """Release ``(S~, z~)`` of one party under (epsilon, delta)-DP (replacement neighbours).
 
@@ -710,7 +760,7 @@ def release(
     calibrate(epsilon, delta, x_bound, y_bound, calibration)  # every parameter checked before the data are read
     kind = _noise_kind(noise, seed, calibration)
     ex = _exact_release_stats(X, y, x_bound, y_bound, intercept, average_rows, columns, progress)
-    cal = calibrate(epsilon, delta, ex.x_bound, y_bound, calibration, noise=kind, d=ex.S.shape[0], n=ex.n)
+    cal = calibrate(epsilon, delta, ex.x_bound, y_bound, calibration, noise=kind, d=ex.d, n=ex.n)
     release_id = secrets.token_hex(16)
     reserve(
         ledger,
@@ -732,10 +782,9 @@ def release(
         seed,
         name,
         release_id,
-        seed is not None if _reproducible is None else _reproducible,
+        seed is not None,
     )
-    if _reproducible is None:
-        warn_if_not_private(out)
+    warn_if_not_private(out)
     return out
 
 
@@ -752,11 +801,12 @@ def _noisy_ssp(
     reproducible: bool,
 ) -> NoisyStats:
     """Add the calibrated noise to the exact ``S``, ``z`` (eq. 8): the one place SSP noise is drawn."""
-    S, z, d = ex.S, ex.z, ex.S.shape[0]
+    d = ex.d
     rng = np.random.default_rng(seed)
     if kind == "discrete":
-        S_noisy, z_noisy = _discrete_ssp_noise(S, z, cal)
+        S_noisy, z_noisy = _discrete_ssp_noise(ex, cal)
     else:
+        S, z, _ = ex.values()
         S_noisy, z_noisy = S + cal.sigma_S * _symmetric_noise(rng, d), z + cal.sigma_z * rng.standard_normal(d)
     return NoisyStats(
         S=S_noisy,
@@ -813,9 +863,7 @@ def release_adassp(
     kind: NoiseKind = "float" if seeded or calibration == "as_published" else "discrete"
     release_id = "" if seeded else secrets.token_hex(16)
     ex = _exact_release_stats(X, y, x_bound, y_bound, False, 1, columns, progress)
-    cal = calibrate(
-        2.0 * epsilon / 3.0, 2.0 * delta / 3.0, x_bound, y_bound, calibration, noise=kind, d=ex.S.shape[0], n=ex.n
-    )
+    cal = calibrate(2.0 * epsilon / 3.0, 2.0 * delta / 3.0, x_bound, y_bound, calibration, noise=kind, d=ex.d, n=ex.n)
     sigma_l, k = adassp_lambda_sigma(epsilon, delta, x_bound, kind, ex.n)
     reserve(
         ledger,
@@ -840,7 +888,7 @@ def release_adassp(
         release_id,
         seeded,
     )
-    lam = float(np.linalg.eigvalsh(ex.S)[0])
+    lam = float(np.linalg.eigvalsh(ex.values()[0])[0])
     if k is not None:
         lam_dp = float(discrete_gaussian(np.array([lam]), sigma_l, k)[0])
     else:
@@ -885,10 +933,13 @@ def release_bs(
     sigma = calibrate_bs(epsilon, delta, x_bound, y_bound, calibration)
     kind = _noise_kind(noise, seed, calibration)
     ex = _exact_release_stats(X, y, x_bound, y_bound, False, 1, columns, progress)
-    S, z, n, d = ex.S, ex.z, ex.n, ex.S.shape[0]
+    n, d = ex.n, ex.d
     rng = np.random.default_rng(seed)
     if kind == "discrete":
         sigma, k = discrete_bs(epsilon, delta, x_bound, y_bound, d, n)
+        S, z, yy = ex.on_grid(k, k)
+    else:
+        S, z, yy = ex.values()
     sens = (
         bs_sensitivity(x_bound, y_bound, "replace")
         if calibration == "as_published"
@@ -898,11 +949,11 @@ def release_bs(
     reserve(ledger, "bs", name, epsilon, delta, kind, release_id, [(sigma, sens)])
     if kind == "discrete":
         m = d * (d + 1) // 2
-        v = discrete_gaussian(np.concatenate([S[np.triu_indices(d)], z, [ex.yy]]), sigma, k)
+        v = discrete_gaussian(np.concatenate([S[np.triu_indices(d)], z, [yy]]), sigma, k)
         S_noisy, z_noisy, u = _symmetric_from_upper(v[:m], d), v[m:-1], float(v[-1])
     else:
         S_noisy, z_noisy = S + sigma * _symmetric_noise(rng, d), z + sigma * rng.standard_normal(d)
-        u = float(ex.yy + sigma * rng.standard_normal())
+        u = float(yy + sigma * rng.standard_normal())
     out = NoisyStats(
         S=S_noisy,
         z=z_noisy,

@@ -331,6 +331,14 @@ def _comparison_section(comparison: Any, inclusion: Any) -> dict:
     return {"heading": "Model comparison", "notes": [], "tables": tables, "figures": figures}
 
 
+_MD_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|", "[": "\\[", "]": "\\]", "\n": " ", "\r": " "}
+
+
+def _md_escape(value: object) -> str:
+    """A value for the Markdown twin: no raw HTML, no link syntax, no table cell breaks."""
+    return "".join(_MD_ESCAPES.get(ch, ch) for ch in str(value))
+
+
 def write_report(
     path: str | os.PathLike,
     idata: az.InferenceData | None = None,
@@ -371,14 +379,13 @@ def write_report(
         "sections": sections,
         "created": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("bayes_dpreg", "templates"),
-        autoescape=jinja2.select_autoescape(["html"]),
-        keep_trailing_newline=True,
-    )
+    loader = jinja2.PackageLoader("bayes_dpreg", "templates")
+    # every value is escaped: names and numbers come from the parties' files, which are third-party input
+    html_env = jinja2.Environment(loader=loader, autoescape=True, keep_trailing_newline=True)
+    md_env = jinja2.Environment(loader=loader, autoescape=False, finalize=_md_escape, keep_trailing_newline=True)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(env.get_template("report.html.j2").render(**ctx), encoding="utf-8")
-    md = re.sub(r"\n{3,}", "\n\n", env.get_template("report.md.j2").render(**ctx))
+    path.write_text(html_env.get_template("report.html.j2").render(**ctx), encoding="utf-8")
+    md = re.sub(r"\n{3,}", "\n\n", md_env.get_template("report.md.j2").render(**ctx))
     path.with_suffix(".md").write_text(md, encoding="utf-8")
     return path

@@ -10,24 +10,30 @@ outgrows one machine: each partition is clipped and summed on the cluster by
 once, on the caller's side). ``y`` names the response column (an index for a
 headerless CSV, default the last); the features are ``columns`` or all others, in order.
 Every batch is checked (numeric, no nulls, finite) with an error naming the column, and
-clipped row by row to the declared bounds before it enters the sums (float64, one BLAS
-``syrk``-like product per batch).
+clipped row by row to the declared bounds before it enters the sums, which are exact
+(:mod:`bayes_dpreg.gram`). Files are read with bounded read-ahead (a Parquet file one row group
+at a time, a CSV file in blocks of :data:`CSV_BLOCK` bytes), so that peak memory does not grow
+with ``n`` (``benchmarks/release_scaling.py``). Errors name the file and column, never a value
+or a row: the data are a party's private records.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .gram import Gram
 from .privacy import ClipReport, clip
 
 __all__ = ["batches", "accumulate", "Accumulated", "clipped_sums", "is_table_source"]
 
 BATCH_ROWS = 1 << 16
+CSV_BLOCK = 1 << 20  # bytes per CSV block: the reader holds a few decoded blocks (4 MB blocks: 270-310 MB)
 
 
 def is_table_source(X: Any) -> bool:
@@ -62,8 +68,8 @@ def _frame_arrays(frame: Any, y: Any, columns: list[str] | None) -> tuple[np.nda
 
 def _partition_sums(
     frame: Any, x_bound: float, y_bound: float, y: Any, columns: list[str] | None, intercept: bool
-) -> tuple[np.ndarray, np.ndarray, int, ClipReport, float] | None:
-    """Clipped ``S``, ``z``, ``y^T y`` of one pandas partition (runs on a Dask worker)."""
+) -> tuple[Gram, ClipReport] | None:
+    """The exact Gram of one pandas partition's clipped rows (runs on a Dask worker)."""
     from .release import validate_data
 
     if len(frame) == 0:
@@ -74,19 +80,16 @@ def _partition_sums(
 
 def clipped_sums(
     X: np.ndarray, y: np.ndarray, x_bound: float, y_bound: float, intercept: bool
-) -> tuple[np.ndarray, np.ndarray, int, ClipReport, float]:
-    """``(X_c^T X_c, X_c^T y_c, n, report, y_c^T y_c)`` of validated rows clipped to the bounds,
-    ``X_c`` with a leading column of ones when ``intercept`` (App. B.2). ``X_c^T X_c`` is as
-    BLAS returns it, not symmetrised."""
+) -> tuple[Gram, ClipReport]:
+    """The exact Gram (``S``, ``z``, ``y^T y``, :mod:`bayes_dpreg.gram`) of validated rows clipped
+    to the bounds, with a leading column of ones when ``intercept`` (App. B.2)."""
     Xc, yc, rep = clip(X, y, x_bound, y_bound)
-    if intercept:
-        Xc = np.column_stack([np.ones(Xc.shape[0]), Xc])
-    return Xc.T @ Xc, Xc.T @ yc, Xc.shape[0], rep, float(yc @ yc)
+    return Gram.of_rows(Xc, yc, x_bound, y_bound, intercept), rep
 
 
 def _dask_partials(
     frame: Any, x_bound: float, y_bound: float, y: Any, columns: list[str] | None, intercept: bool
-) -> list[tuple[np.ndarray, np.ndarray, int, ClipReport, float]]:
+) -> list[tuple[Gram, ClipReport]]:
     """Per-partition clipped sums of a Dask DataFrame, computed where the partitions live
     (the active ``distributed`` client, else Dask's default scheduler)."""
     import dask
@@ -115,29 +118,69 @@ def _arrow_batches(obj: Any, batch_rows: int) -> Iterator[Any]:
         yield obj
     elif isinstance(obj, pa.RecordBatchReader):
         yield from obj
-    elif isinstance(obj, ds.Dataset):
-        yield from obj.to_batches(batch_size=batch_rows)
+    elif isinstance(obj, ds.Dataset):  # bounded read-ahead: the scanner's defaults buffer 800 MB per 2e6 x 20 rows
+        yield from obj.to_batches(batch_size=batch_rows, batch_readahead=0, fragment_readahead=0, use_threads=False)
     else:
         raise TypeError(f"unsupported Arrow source {type(obj).__name__}")
 
 
-def _path_dataset(path: Path, batch_rows: int) -> Any:
+def _parquet_batches(path: Path, batch_rows: int) -> Iterator[Any]:
+    """A Parquet file one row group at a time (``iter_batches`` over the whole file keeps every
+    row group it has read: 2 GB for 1e7 x 20 float64 rows, against 80 MB this way)."""
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path, buffer_size=1 << 20)
+    for i in range(pf.metadata.num_row_groups):
+        yield from pf.iter_batches(batch_size=batch_rows, row_groups=[i], use_threads=False)
+
+
+def _csv_batches(path: Path) -> Iterator[Any]:
+    """A CSV file in blocks of :data:`CSV_BLOCK` bytes, every column read as float64 (inferring
+    the types from the first block would reject a later block that holds a decimal point)."""
+    import pyarrow as pa
     import pyarrow.csv as pcsv
+
+    read = pcsv.ReadOptions(autogenerate_column_names=not _csv_header(path), block_size=CSV_BLOCK, use_threads=False)
+    with pcsv.open_csv(path, read_options=read) as first:
+        names = first.schema.names
+    convert = pcsv.ConvertOptions(column_types={c: pa.float64() for c in names}, strings_can_be_null=False)
+    try:
+        yield from pcsv.open_csv(path, read_options=read, convert_options=convert)
+    except pa.ArrowInvalid as exc:
+        raise ValueError(f"{path}: {_safe_arrow_message(exc, names)}") from None
+
+
+def _path_batches(path: Path, batch_rows: int) -> Iterator[Any]:
+    """The record batches of a CSV or Parquet file, or of the Parquet files of a directory."""
     import pyarrow.dataset as ds
 
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or directory")
     suffix = path.suffix.lower() if path.is_file() else ""
     if suffix == ".csv":
-        header = _csv_header(path)
-        fmt = ds.CsvFileFormat(
-            read_options=pcsv.ReadOptions(autogenerate_column_names=not header, block_size=1 << 22),
-            convert_options=pcsv.ConvertOptions(strings_can_be_null=False),
-        )
-        return ds.dataset(path, format=fmt)
-    if suffix in (".parquet", ".pq") or path.is_dir():
-        return ds.dataset(path, format="parquet")
-    raise ValueError(f"{path}: a release reads CSV (.csv) or Parquet (.parquet, or a directory of them)")
+        yield from _csv_batches(path)
+    elif suffix in (".parquet", ".pq"):
+        yield from _parquet_batches(path, batch_rows)
+    elif path.is_dir():
+        for f in sorted(ds.dataset(path, format="parquet").files):
+            yield from _parquet_batches(Path(f), batch_rows)
+    else:
+        raise ValueError(f"{path}: a release reads CSV (.csv) or Parquet (.parquet, or a directory of them)")
+
+
+_ARROW_SAFE = re.compile(r"Expected \d+ columns?, got \d+")
+_ARROW_COLUMN = re.compile(r"In CSV column #(\d+)")
+
+
+def _safe_arrow_message(exc: Exception, names: list[str] | None = None) -> str:
+    """Arrow's error without the data it quotes (a CSV row, an invalid value): the data are private."""
+    text = str(exc)
+    col = _ARROW_COLUMN.search(text)
+    if col is not None and names is not None and int(col.group(1)) < len(names):
+        return f"column {names[int(col.group(1))]!r} is not numeric (the value is not shown: it is private data)"
+    safe = _ARROW_SAFE.search(text)
+    what = safe.group(0) if safe else type(exc).__name__
+    return f"cannot read it as a numeric table ({what}; the offending row is not shown: it is private data)"
 
 
 def _column_arrays(batch: Any, y: Any, columns: list[str] | None) -> tuple[np.ndarray, np.ndarray]:
@@ -145,7 +188,10 @@ def _column_arrays(batch: Any, y: Any, columns: list[str] | None) -> tuple[np.nd
     import pyarrow.compute as pc
 
     names = batch.schema.names
-    y_name = names[y] if isinstance(y, int) else y
+    if isinstance(y, (int, np.integer)) and not isinstance(y, bool):
+        if not -len(names) <= y < len(names):
+            raise ValueError(f"response column index {y} is out of range: the table has {len(names)} columns")
+    y_name = names[y] if isinstance(y, (int, np.integer)) and not isinstance(y, bool) else y
     if y_name not in names:
         raise ValueError(f"no response column {y!r}; the table has {names}")
     feats = columns if columns is not None else [c for c in names if c != y_name]
@@ -179,14 +225,13 @@ def batches(
     if isinstance(source, (str, os.PathLike)) or type(source).__module__.startswith("pyarrow"):
         import pyarrow as pa
 
+        it = _path_batches(Path(source), batch_rows) if isinstance(source, (str, os.PathLike)) else None
         try:
-            if isinstance(source, (str, os.PathLike)):
-                source = _path_dataset(Path(source), batch_rows)
-            for b in _arrow_batches(source, batch_rows):
+            for b in it if it is not None else _arrow_batches(source, batch_rows):
                 if b.num_rows:
                     yield _column_arrays(b, y, columns)
         except pa.ArrowException as exc:
-            raise ValueError(f"{label}: {exc}") from None
+            raise ValueError(f"{label}: {_safe_arrow_message(exc)}") from None
         return
     for item in source:
         if not (isinstance(item, tuple) and len(item) == 2):
@@ -195,29 +240,26 @@ def batches(
 
 
 class Accumulated:
-    """Exact ``S``, ``z`` of the clipped rows, the row count and the clipping counts."""
+    """The exact Gram of the clipped rows (``S``, ``z``, ``y^T y``) and the clipping counts."""
 
     def __init__(self) -> None:
-        self.S: np.ndarray | None = None
-        self.z: np.ndarray | None = None
-        self.n = 0
-        self.yy = 0.0  # y^T y of the clipped responses (the B&S release)
+        self.gram: Gram | None = None
         self.x_clipped = self.y_clipped = 0
         self.max_x_norm = self.max_abs_y = 0.0
 
-    def add(self, S: np.ndarray, z: np.ndarray, rows: int, rep: ClipReport, yy: float = 0.0) -> None:
-        if self.S is None:
-            self.S, self.z = np.zeros_like(S), np.zeros_like(z)
-        elif S.shape != self.S.shape:
-            raise ValueError(f"a batch has {S.shape[0]} columns where earlier ones had {self.S.shape[0]}")
-        self.S += S
-        self.z += z
-        self.yy += yy
-        self.n += rows
+    def add(self, gram: Gram, rep: ClipReport) -> None:
+        if self.gram is None:
+            self.gram = gram
+        else:
+            self.gram.merge(gram)
         self.x_clipped += rep.n_x_clipped
         self.y_clipped += rep.n_y_clipped
         self.max_x_norm = max(self.max_x_norm, rep.max_x_norm)
         self.max_abs_y = max(self.max_abs_y, rep.max_abs_y)
+
+    @property
+    def n(self) -> int:
+        return 0 if self.gram is None else self.gram.n
 
     @property
     def report(self) -> ClipReport:
@@ -256,7 +298,6 @@ def accumulate(
             it = tqdm(it, unit=" batches", desc="release")
         for Xb, yb in it:
             acc.add(*clipped_sums(*validate_data(Xb, yb, min_rows=1), x_bound, y_bound, intercept))
-    if acc.S is None:
+    if acc.gram is None:
         raise ValueError("the source has no rows")
-    acc.S = 0.5 * (acc.S + acc.S.T)
     return acc

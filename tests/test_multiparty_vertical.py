@@ -322,7 +322,7 @@ def test_out_of_bound_entries_are_clipped_and_reported():
     # the release is that of the clipped data: same noise, clipped signal
     q = [np.clip(p[0], -1, 1), p[1]]
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        warnings.simplefilter("error", ClippingWarning)
         ref = V.release_dgm(q, 1.0, 1e-5, noise_seed=0)
     np.testing.assert_array_equal(rel.public, ref.public)
     assert ref.n_clipped == (0, 0)

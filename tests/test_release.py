@@ -85,9 +85,10 @@ def test_save_load_round_trip_exact(tmp_path, fn):
     np.testing.assert_array_equal(t.z, s.z)
     assert t.lambda_min == s.lambda_min and t.mechanism == s.mechanism
     doc = json.loads(path.read_text())
-    assert doc["version"] == 2 and doc["format"] == "bayes_dpreg.noisy_stats"
+    assert doc["version"] == 3 and doc["format"] == "bayes_dpreg.noisy_stats"
     # only released quantities: no raw data, no clipping counts
-    assert set(doc["payload"]) == set(NoisyStats.__dataclass_fields__)
+    assert set(doc["payload"]) == set(NoisyStats.__dataclass_fields__) | {"private"}
+    assert doc["payload"]["private"] is False  # a seeded release
 
 
 def _rewrite(path, mutate, fix_checksum=True):

@@ -199,7 +199,7 @@ def test_n_is_capped():
     ("1,2,3\n4,,6\n", "column 'f1' has 1 missing value"),
     ("a,b,y\n1,2,nan\n3,4,5\n", "column 'y' has 1 missing value"),  # pyarrow reads nan as missing
     ("a,b,y\n", "no rows"),
-    ("a,b,y\n1,2,x\n", "column 'y' is string, not numeric"),
+    ("a,b,y\n1,2,x\n", "column 'y' is not numeric"),
 ])
 def test_streamed_csv_is_read_strictly(tmp_path, text, message):
     p = tmp_path / "t.csv"

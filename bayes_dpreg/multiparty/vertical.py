@@ -82,6 +82,7 @@ from bayes_dpreg.privacy import (
     discrete_gaussian,
     discrete_grid,
 )
+from bayes_dpreg.release import SeededReleaseWarning
 
 __all__ = [
     "CalibrationName",
@@ -350,8 +351,10 @@ def release_party_rmgm(
 
 
 def _check_noise_std(noise_std: float) -> None:
-    if not (math.isfinite(noise_std) and noise_std >= 0):
-        raise ValueError(f"noise_std must be finite and >= 0, got {noise_std!r}")
+    if isinstance(noise_std, bool) or not (math.isfinite(noise_std) and noise_std > 0):
+        raise ValueError(
+            f"noise_std must be a finite number > 0 (zero noise would publish the data), got {noise_std!r}"
+        )
 
 
 def _prepare(
@@ -376,8 +379,15 @@ def discrete_noise_std(std: float, d_max: int, rows: int, magnitude: float) -> t
 
 
 def _noisy(values: np.ndarray, std: float, rng: np.random.Generator | None, grid: int | None) -> np.ndarray:
-    """``values`` plus Gaussian noise: NumPy's from ``rng``, or (``rng=None``) OpenDP's discrete on ``2^grid``."""
+    """``values`` plus Gaussian noise: NumPy's from ``rng`` (for studies: not private, and it warns),
+    or (``rng=None``) OpenDP's discrete on ``2^grid``."""
     if rng is not None:
+        warnings.warn(
+            "floating-point noise from a caller's generator: whoever knows its seed can remove it, and its "
+            "low-order bits can reveal the data; not private (rng=None draws OpenDP's discrete noise)",
+            SeededReleaseWarning,
+            stacklevel=3,
+        )
         return values + std * rng.standard_normal(values.shape)
     if grid is None:
         raise ValueError("discrete noise (rng=None) needs the grid that discrete_noise_std returned with the sd")
