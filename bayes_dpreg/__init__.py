@@ -29,6 +29,7 @@ from .privacy import (
     ssp_sensitivity,
 )
 from .release import (
+    FloatNoiseWarning,
     NoisyStats,
     SeededReleaseWarning,
     StatsFileError,
@@ -60,6 +61,7 @@ __all__ = [
     "PriorSensitivityWarning",
     "NotPrivateWarning",
     "SeededReleaseWarning",
+    "FloatNoiseWarning",
     "check_distinct",
     "release_bs",
     "DEFAULT_METHOD",
