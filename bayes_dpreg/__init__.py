@@ -39,6 +39,7 @@ from .release import (
     release_adassp,
     release_bs,
 )
+from .resolution import UnresolvedDirectionWarning, unresolved_directions
 from .samplers import DEFAULT_METHOD, SAMPLERS
 from .threads import configure_threads
 
@@ -59,6 +60,8 @@ __all__ = [
     "BoundsMisfitWarning",
     "HeterogeneityWarning",
     "PriorSensitivityWarning",
+    "UnresolvedDirectionWarning",
+    "unresolved_directions",
     "NotPrivateWarning",
     "SeededReleaseWarning",
     "FloatNoiseWarning",

@@ -210,6 +210,7 @@ def _print_fit(idata, caught, reference=None) -> None:
     from . import BoundsMisfitWarning, ConvergenceWarning, HeterogeneityWarning, NoiseWarning, PriorSensitivityWarning
     from .diagnostics import bounds_summary, convergence_summary, heterogeneity_summary, prior_sensitivity_summary
     from .report import coefficient_table, format_table
+    from .resolution import resolution_summary
 
     post = idata.posterior
     print(
@@ -223,6 +224,7 @@ def _print_fit(idata, caught, reference=None) -> None:
         bounds_summary(post.attrs),
         heterogeneity_summary(post.attrs),
         prior_sensitivity_summary(post.attrs),
+        resolution_summary(post.attrs),
     ):
         if line is not None:
             print(line[0].lower() + line[1:])

@@ -205,7 +205,12 @@ def _coefficient_section(idata: az.InferenceData, prob: float) -> dict:
     sigma_x = prior_sensitivity_summary(at)
     if sigma_x is not None:
         notes.append({"kind": "warn" if sigma_x_sensitive(at) else "ok", "text": sigma_x})
-    tables = [table] + _sensitivity_tables(idata)
+    if "unresolved_directions" in at:
+        from .resolution import resolution_summary, unresolved_directions
+
+        unresolved = unresolved_directions(idata)
+        notes.append({"kind": "warn" if unresolved else "ok", "text": (resolution_summary(at) or "").split("\n")[0]})
+    tables = [table] + _resolution_tables(idata) + _sensitivity_tables(idata)
     figures = [
         {
             "caption": f"Forest plot of theta ({pct} intervals, all chains combined).",
@@ -232,6 +237,25 @@ def _coefficient_section(idata: az.InferenceData, prob: float) -> dict:
             }
         )
     return {"heading": "Coefficients", "notes": notes, "tables": tables, "figures": figures}
+
+
+def _resolution_tables(idata: az.InferenceData) -> list[dict]:
+    """The directions of the features the release does not resolve (:mod:`bayes_dpreg.resolution`)."""
+    from .resolution import resolution_summary, unresolved_directions
+
+    at = idata.posterior.attrs
+    if "unresolved_directions" not in at:
+        return []
+    dirs = unresolved_directions(idata)
+    caption = (resolution_summary(at) or "").split("\n")[0]
+    if not dirs:
+        return []
+    rows = [
+        [r["combination"], _num(r["variance"]), _num(r["posterior_sd"]), _num(r["prior_sd"]), f"{r['data_share']:.2f}"]
+        for r in dirs
+    ]
+    header = ["combination of the coefficients", "released variance", "posterior sd", "prior sd", "data share"]
+    return [{"caption": caption, "header": header, "rows": rows}]
 
 
 def _sensitivity_tables(idata: az.InferenceData) -> list[dict]:

@@ -1,0 +1,68 @@
+"""The directions of feature space the release cannot see (bayes_dpreg.resolution)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import bayes_dpreg as bd
+from bayes_dpreg.release import stack_stats
+from bayes_dpreg.resolution import noise_level, release_resolution, resolution_summary
+
+
+def _collinear(eps: float, gap: float = 0.01, n: int = 2000, J: int = 3, seed: int = 0) -> list:
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n * J, 3))
+    X = np.column_stack([z[:, 0], z[:, 0] + gap * z[:, 1], z[:, 2]])
+    X /= np.abs(X).max()
+    y = np.clip(X @ np.array([0.5, -0.3, 0.2]) + 0.1 * rng.normal(size=n * J), -1, 1)
+    xb = float(np.linalg.norm(X, axis=1).max())
+    return [
+        bd.release(
+            X[j * n : (j + 1) * n],
+            y[j * n : (j + 1) * n],
+            epsilon=eps,
+            delta=1e-5,
+            x_bound=xb,
+            y_bound=1.0,
+            seed=j,
+            name=f"p{j}",
+        )
+        for j in range(J)
+    ]
+
+
+def test_noise_level_bounds_the_spectral_norm_of_the_release_noise():
+    rng = np.random.default_rng(1)
+    for d in (1, 2, 5, 20):
+        norms = []
+        for _ in range(400):
+            A = np.triu(rng.normal(size=(d, d)))
+            norms.append(np.abs(np.linalg.eigvalsh(A + np.triu(A, 1).T)).max())
+        assert np.quantile(norms, 0.95) < noise_level([1.0], d)
+
+
+def test_a_nearly_collinear_pair_is_named_and_warned():
+    stats = _collinear(eps=1.0)
+    res = release_resolution(stack_stats(stats), ["a", "b", "c"])
+    assert res.unresolved == [0]
+    u = res.vectors[:, 0]
+    assert abs(abs(u @ np.array([1, -1, 0]) / np.sqrt(2)) - 1) < 0.01  # the difference of the pair
+    with pytest.warns(bd.UnresolvedDirectionWarning, match=r"-?0\.\d\d a [+-] 0\.\d\d b"):
+        idata = bd.fit(stats, coef_names=["a", "b", "c"], num_samples=300, num_warmup=300)
+    (r,) = bd.unresolved_directions(idata)
+    w = np.array(r["weights"])
+    assert abs(abs(w @ np.array([1, -1, 0]) / np.sqrt(2)) - 1) < 0.01 and r["variance"] < r["noise"]
+    assert r["combination"] in resolution_summary(idata.posterior.attrs)
+
+
+def test_a_release_that_resolves_every_direction_stays_quiet():
+    stats = _collinear(eps=1e4, gap=0.5)
+    assert release_resolution(stack_stats(stats)).unresolved == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", bd.UnresolvedDirectionWarning)
+        idata = bd.fit(stats, method="fast")
+    assert bd.unresolved_directions(idata) == []
+    assert "every direction" in resolution_summary(idata.posterior.attrs)
