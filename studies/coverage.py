@@ -17,6 +17,16 @@ Suites (bounds at the data's maxima, as in the paper; ``delta = 1e-5``):
 * ``small``: small parties, ``d = 3``, ``J = 3``, ``n_j`` in {100, 300, 1000}, eps in
   {0.3, 1, 3}; truth drawn from the prior the fit is given:
   ``theta ~ N(0, 0.5^2 I)``, ``sigma_y^2 ~ IG(3, 0.5)``, ``Sigma_x ~ IW(2 I, 6)``.
+* ``correlated``: correlated features fitted with the *default* prior, the truth fixed by the
+  simulation (issue 31): ``Sigma_x`` from an inverse Wishart ``IW(I, d + 1)`` (``iw``) or an LKJ(1)
+  correlation with log-normal scales ``exp(N(0, 1))`` (``lkj``); ``theta_k`` Student-t (3 degrees
+  of freedom) times ``0.5 / sqrt(d)`` and ``sigma_y`` uniform on ``(0.2, 1)`` times the signal's sd,
+  neither of which the default prior matches. A half fraction of the ``2^5`` design over ``J`` in
+  {3, 10}, ``n_j`` in {300, 3000}, eps in {0.5, 2}, the family, and the bounds (``max``: the
+  data's maxima; ``quantile``: each party's own ``propose_bounds`` at eps = 2, OpenDP's quantiles,
+  which no seed reproduces), defining relation ``bounds = J n_j eps family``, with ``d`` cycling
+  through 3, 5, 10: 16 cells. Method ``oracle``: ``normalx-nuts`` given the generating ``Sigma_x``
+  prior (``iw`` cells only; theta's and sigma_y's priors stay the default).
 * ``real``: rows of power plant and bike sharing (``../shared/data``, the paper's
   preprocessing), ``J = 5`` consecutive blocks or a random split, eps = 1;
   ``sigma_y^2 ~ IG(3, 0.02)`` and ``theta ~ N(0, tau^2 I)``: ``matched`` (tau = 0.2, fitted with
@@ -47,7 +57,8 @@ from typing import Any
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-METHODS = ("normalx-nuts", "normalx", "fixeds", "fast", "bs", "adassp")
+METHODS = ("normalx-nuts", "normalx", "fixeds", "fast", "bs", "adassp", "oracle")
+ORACLE_OF = {"oracle": "normalx-nuts"}  # the method an oracle row fits, with the generating Sigma_x prior
 LEVELS = (0.5, 0.9, 0.95)
 RELEASE_OF = {"bs": "bs", "adassp": "adassp"}  # others use the plain SSP release
 DATA_FILES = {"power_plant": "power_plant_energy.csv", "bike_sharing": "bike_sharing.csv"}
@@ -60,6 +71,17 @@ def cells(suite: str) -> list[dict[str, Any]]:
     if suite == "small":
         return [dict(id=f"small-n{nj}-eps{eps:g}", suite=suite, d=3, J=3, eps=eps, n=3 * nj, prior="matched")
                 for nj in (100, 300, 1000) for eps in (0.3, 1.0, 3.0)]
+    if suite == "correlated":
+        out = []
+        for i, (J, nj, eps, fam) in enumerate(
+            (J, nj, eps, fam) for J in (3, 10) for nj in (300, 3000) for eps in (0.5, 2.0) for fam in ("iw", "lkj")
+        ):
+            odd = (J == 10) ^ (nj == 3000) ^ (eps == 2.0) ^ (fam == "lkj")
+            bounds = "quantile" if odd else "max"
+            d = (3, 5, 10)[i % 3]
+            out.append(dict(id=f"corr-{fam}-d{d}-J{J}-n{nj}-eps{eps:g}-{bounds}", suite=suite, d=d, J=J, n=J * nj,
+                            eps=eps, family=fam, bounds=bounds, prior="default"))
+        return out
     if suite == "real":
         out = []
         for name in DATA_FILES:
@@ -121,6 +143,9 @@ def replicate(cell: dict[str, Any], rep: int, seed: int, data_dir: str) -> tuple
         sim = bd.simulate(cell["n"], cell["d"], rng.integers(2**32), Lambda=Lam)
         X, y, theta = sim.X, sim.y, sim.theta
         prior = bd.Prior()
+    elif cell["suite"] == "correlated":
+        X, y, theta = _correlated(cell, rng)
+        prior = bd.Prior()
     elif cell["suite"] == "small":
         d, n = cell["d"], cell["n"]
         p = SMALL_PRIOR
@@ -143,19 +168,72 @@ def replicate(cell: dict[str, Any], rep: int, seed: int, data_dir: str) -> tuple
     return (X, y, s_noise), theta, prior
 
 
-def _releases(X: np.ndarray, y: np.ndarray, J: int, eps: float, s_noise: Any, kinds: set[str]) -> dict[str, list]:
+def generating_sigma_x(cell: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
+    """The feature covariance of one replication of a ``correlated`` cell (drawn first from ``rng``)."""
+    from scipy.stats import invwishart
+
+    d = cell["d"]
+    if cell["family"] == "iw":
+        return np.atleast_2d(invwishart.rvs(df=d + 1, scale=np.eye(d), random_state=rng))
+    # LKJ(1) by the onion method (Lewandowski, Kurowicka & Joe 2009, sec. 3.2), in Cholesky rows
+    L = np.zeros((d, d))
+    L[0, 0] = 1.0
+    beta = d / 2.0  # eta + (d - 2) / 2 with eta = 1
+    if d > 1:
+        r = 2.0 * rng.beta(beta, beta) - 1.0
+        L[1, :2] = r, np.sqrt(1.0 - r * r)
+    for k in range(2, d):
+        beta -= 0.5
+        yk = rng.beta(k / 2.0, beta)
+        w = rng.standard_normal(k)
+        L[k, :k] = np.sqrt(yk) * w / np.linalg.norm(w)
+        L[k, k] = np.sqrt(1.0 - yk)
+    scales = np.exp(rng.standard_normal(d))
+    return (scales[:, None] * (L @ L.T)) * scales[None, :]
+
+
+def _correlated(cell: dict[str, Any], rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    d, n = cell["d"], cell["n"]
+    Sx = generating_sigma_x(cell, rng)
+    theta = 0.5 / np.sqrt(d) * rng.standard_t(3, size=d)
+    X = rng.standard_normal((n, d)) @ np.linalg.cholesky(Sx).T
+    signal = X @ theta
+    y = signal + rng.uniform(0.2, 1.0) * signal.std() * rng.standard_normal(n)
+    return X, y, theta
+
+
+def _releases(X: np.ndarray, y: np.ndarray, J: int, eps: float, s_noise: Any, kinds: set[str],
+              bounds: str = "max") -> dict[str, list]:
     import bayes_dpreg as bd
     from bayes_dpreg.release import release_bs
 
-    xb = float(np.linalg.norm(X, axis=1).max()) * (1 + 1e-12)
-    yb = float(np.abs(y).max()) * (1 + 1e-12)
+    parts = bd.split_parties(X, y, J)
+    if bounds == "quantile":  # each party's own private bounds (OpenDP; not reproducible by a seed)
+        pb = [bd.propose_bounds(Xj, yj, epsilon=2.0) for Xj, yj in parts]
+        xbs, ybs = [b.x_bound for b in pb], [b.y_bound for b in pb]
+    else:
+        xbs = [float(np.linalg.norm(X, axis=1).max()) * (1 + 1e-12)] * J
+        ybs = [float(np.abs(y).max()) * (1 + 1e-12)] * J
     fns = {"ssp": bd.release, "adassp": bd.release_adassp, "bs": release_bs}
     out = {}
-    parts = bd.split_parties(X, y, J)
     for kind, sk in zip(sorted(kinds), s_noise.spawn(len(kinds))):
         out[kind] = [fns[kind](Xj, yj, epsilon=eps, delta=1e-5, x_bound=xb, y_bound=yb, seed=sj)
-                     for (Xj, yj), sj in zip(parts, sk.spawn(J))]
+                     for (Xj, yj), xb, yb, sj in zip(parts, xbs, ybs, sk.spawn(J))]
     return out
+
+
+def oracle_prior(cell: dict[str, Any], rep: int, seed: int) -> Any:
+    """The default prior with the generating ``Sigma_x`` prior (``None`` where it is not an inverse
+    Wishart the sampler can take): the paper's ``IW(V^T V, d + 1)``, the ``iw`` cells' ``IW(I, d + 1)``."""
+    import bayes_dpreg as bd
+    from bayes_dpreg.data import paper_scale_matrix
+
+    if cell["suite"] == "paper":
+        s_data, _, _ = streams(cell, rep, seed)
+        return bd.Prior(Lambda=paper_scale_matrix(cell["d"], np.random.default_rng(s_data)), kappa=cell["d"] + 1.0)
+    if cell["suite"] == "correlated" and cell["family"] == "iw":
+        return bd.Prior(Lambda=np.eye(cell["d"]), kappa=cell["d"] + 1.0)
+    return None
 
 
 def run_chunk(cell: dict[str, Any], reps: list[int], methods: tuple[str, ...], seed: int,
@@ -169,17 +247,23 @@ def run_chunk(cell: dict[str, Any], reps: list[int], methods: tuple[str, ...], s
         (X, y, s_noise), theta, prior = replicate(cell, rep, seed, data_dir)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ClippingWarning)
-            rel = _releases(X, y, cell["J"], cell["eps"], s_noise, {RELEASE_OF.get(m, "ssp") for m in methods})
+            rel = _releases(X, y, cell["J"], cell["eps"], s_noise, {RELEASE_OF.get(m, "ssp") for m in methods},
+                            cell.get("bounds", "max"))
         for m in methods:
+            fit_prior = oracle_prior(cell, rep, seed) if m in ORACLE_OF else prior
+            if fit_prior is None:
+                continue
             t0 = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
                 try:
-                    idata = bd.fit(rel[RELEASE_OF.get(m, "ssp")], m, prior, seed=rep)
+                    idata = bd.fit(rel[RELEASE_OF.get(m, "ssp")], ORACLE_OF.get(m, m), fit_prior, seed=rep)
                 except (FloatingPointError, ValueError) as exc:
                     rows.append(dict(cell=cell["id"], rep=rep, method=m, error=str(exc)[:200]))
                     continue
-            rows.append(_metrics(cell, rep, m, idata, theta, time.perf_counter() - t0))
+            row = _metrics(cell, rep, m, idata, theta, time.perf_counter() - t0)
+            row["warned_unresolved"] = int(any(issubclass(w.category, bd.UnresolvedDirectionWarning) for w in caught))
+            rows.append(row)
     return rows
 
 
@@ -207,7 +291,7 @@ def _metrics(cell: dict[str, Any], rep: int, method: str, idata: Any, theta: np.
 
 FIELDS = ["cell", "rep", "method", "d", "cover50", "cover90", "cover95", "width50", "width90", "width95", "sq_error",
           "truth_ms", "prior_sd", "max_rhat", "min_ess_bulk", "min_ess_tail", "converged", "divergences",
-          "noise_to_signal", "seconds", "error"]
+          "noise_to_signal", "seconds", "error", "warned_unresolved"]
 
 
 def _read(path: Path) -> list[dict[str, Any]]:
@@ -306,7 +390,7 @@ def _machine() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--suite", required=True, choices=["paper", "small", "real"])
+    ap.add_argument("--suite", required=True, choices=["paper", "small", "real", "correlated"])
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 1)))
     ap.add_argument("--chunk", type=int, default=10, help="replications per task")
@@ -326,11 +410,13 @@ def main(argv: list[str] | None = None) -> int:
     todo_cells = [c for c in all_cells if args.cells is None or c["id"] in args.cells]
     path = out / f"{args.suite}_replications.csv"
     done = {(r["cell"], int(r["rep"]), r["method"]) for r in _read(path)}
-    tasks = []
+    per_cell = []
     for c in todo_cells:
         missing = [r for r in range(args.reps) if any((c["id"], r, m) not in done for m in methods)]
-        for i in range(0, len(missing), args.chunk):
-            tasks.append((c, missing[i:i + args.chunk]))
+        per_cell.append([(c, missing[i:i + args.chunk]) for i in range(0, len(missing), args.chunk)])
+    # round-robin over the cells, so that a run stopped early has replications of every cell
+    tasks = [t for k in range(max(map(len, per_cell), default=0)) for chunks in per_cell if k < len(chunks)
+             for t in [chunks[k]]]
     command = "python studies/coverage.py " + " ".join(sys.argv[1:] if argv is None else argv)
     header = (f"# Coverage, suite `{args.suite}`\n\ncommand: `{command}`\n\nmachine: {_machine()}\n\n"
               f"Coverage: mean over replications of the fraction of coefficients inside the central interval, "
