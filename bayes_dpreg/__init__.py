@@ -12,6 +12,7 @@ cores when it splits large batches over that pool (:mod:`bayes_dpreg.threads`); 
 environment variable is needed.
 """
 
+from ._version import __version__
 from .bounds import ProposedBounds, propose_bounds
 from .compare import compare, inclusion, log_evidence, normalx_evidence
 from .data import Dataset, Simulated, load_dataset, load_power_plant, simulate, split_parties
@@ -43,9 +44,8 @@ from .resolution import UnresolvedDirectionWarning, unresolved_directions
 from .samplers import DEFAULT_METHOD, SAMPLERS
 from .threads import configure_threads
 
-__version__ = "0.1.0"
-
 __all__ = [
+    "__version__",
     "enable_x64",
     "compare",
     "configure_threads",

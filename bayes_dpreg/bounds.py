@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from .entry import public
 from .ledger import reserve
 from .privacy import row_norms
 
@@ -129,6 +130,7 @@ def _norms_and_responses(
     return row_norms(Xv), np.abs(yv)
 
 
+@public
 def propose_bounds(
     X: Any,
     y: Any = None,

@@ -10,16 +10,18 @@ import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .precision import x64
+from .entry import public
 
 if TYPE_CHECKING:
     from .ledger import PrivacyLedger
 
-__all__ = ["main"]
+__all__ = ["main", "build_parser", "LEVEL"]
+
+LEVEL = 0.9  # the package's one interval convention: central (equal-tailed) 90% credible intervals
 
 
 def _release_all(
@@ -81,7 +83,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededReleaseWarning)
         stats, notes = _release_all(
-            parts, epsilon=args.epsilon, delta=args.delta, x_bound=args.x_bound, y_bound=args.y_bound, seed=args.seed
+            parts,
+            epsilon=args.epsilon,
+            delta=args.delta,
+            x_bound=args.x_bound,
+            y_bound=args.y_bound,
+            seed=args.seed,
+            columns=list(POWER_PLANT_FEATURES),
         )
     s0 = stats[0]
     print(
@@ -94,10 +102,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         warnings.simplefilter("ignore", SeededReleaseWarning)
-        idata = fit(stats, method=args.method, seed=args.seed, coef_names=list(POWER_PLANT_FEATURES))
+        idata = fit(stats, method=args.method, seed=args.seed)  # the releases carry the feature names
     ols = np.linalg.lstsq(ds.X_train, ds.y_train, rcond=None)[0]
     print()
-    _print_fit(idata, caught, {"OLS (non-private)": ols})
+    _print_fit(idata, caught, {"OLS (non-private)": ols}, args.level)
     theta_mean = idata.posterior["theta"].mean(("chain", "draw")).values
     mse_dp = float(np.mean((ds.X_test @ theta_mean - ds.y_test) ** 2))
     mse_ols = float(np.mean((ds.X_test @ ols - ds.y_test) ** 2))
@@ -105,13 +113,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"\ntest MSE of the posterior-mean prediction: {mse_dp:.5f} (non-private OLS {mse_ols:.5f}, "
         f"{ds.X_test.shape[0]} test rows)"
     )
-    out = Path(args.out)
+    out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     fig = plot_coefficients(
         idata,
         out / "demo_posterior.png",
         {"OLS (non-private)": ols},
         title=f"power plant, J = {args.parties}, eps = {args.epsilon:g}, method {idata.posterior.attrs['method']}",
+        prob=args.level,
     )
     print(f"figure: {fig}")
     print(f"wall time: {time.perf_counter() - t0:.1f} s")
@@ -205,7 +214,7 @@ def cmd_budget(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_fit(idata, caught, reference=None) -> None:
+def _print_fit(idata, caught, reference=None, level: float = LEVEL) -> None:
     """The posterior table with R-hat/ESS, the convergence verdict, and the fit's warnings."""
     from . import BoundsMisfitWarning, ConvergenceWarning, HeterogeneityWarning, NoiseWarning, PriorSensitivityWarning
     from .diagnostics import bounds_summary, convergence_summary, heterogeneity_summary, prior_sensitivity_summary
@@ -218,7 +227,7 @@ def _print_fit(idata, caught, reference=None) -> None:
         f"{post.sizes['draw']} draws, prior "
         f"{'autoscaled to the release' if post.attrs['prior_autoscaled'] else 'given'}):"
     )
-    print(format_table(coefficient_table(idata, reference)))
+    print(format_table(coefficient_table(idata, reference, prob=level), prob=level))
     for line in (
         convergence_summary(post.attrs),
         bounds_summary(post.attrs),
@@ -245,13 +254,16 @@ def cmd_fit(args: argparse.Namespace) -> int:
     stats = [load_stats(p) for p in args.stats]
     options = {}
     prior = None
-    if args.model:
-        spec = load_model(args.model)
+    spec_path = args.spec or args.spec_deprecated
+    if args.spec_deprecated:
+        print("bayes-dpreg fit: --model is now --spec (the TOML model specification)", file=sys.stderr)
+    if spec_path:
+        spec = load_model(spec_path)
         prior = spec.prior
         options.update(spec.fit)
     method = args.method or options.pop("method", None)
     options.pop("method", None)
-    for key in ("num_samples", "num_chains", "num_warmup", "seed"):
+    for key in ("num_samples", "num_chains", "num_warmup", "seed", "coef_names", "extend"):
         value = getattr(args, key)
         if value is not None:
             options[key] = value
@@ -260,7 +272,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         idata = fit(stats, method=method, prior=prior, **options)
-    _print_fit(idata, caught)
+    _print_fit(idata, caught, level=args.level)
     if args.output:
         idata.to_netcdf(args.output)
         print(f"wrote {args.output}")
@@ -275,7 +287,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .prior import load_model
 
     stats = [load_stats(p) for p in args.stats]
-    prior = load_model(args.model).prior if args.model else None
+    spec_path, model = args.spec, args.model
+    if model not in ("fixeds", "normalx"):  # the old meaning of --model: a TOML specification
+        print("bayes-dpreg compare: a model specification goes in --spec; --model names the evidence", file=sys.stderr)
+        spec_path, model = spec_path or model, "fixeds"
+    prior = load_model(spec_path).prior if spec_path else None
     models = None
     if args.candidate:
         models = {}
@@ -286,15 +302,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
             models[name] = [int(f) if f.isdigit() else f for f in feats.split(",") if f]
     names = args.coef_names
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.4g}".format):
-        if args.evidence == "normalx" and models is None:
-            raise ValueError("--evidence normalx fits every candidate: name them with --candidate")
-        extra = {"num_samples": args.num_samples, "seed": args.seed} if args.evidence == "normalx" else {}
-        table, _ = compare(
-            stats, models, prior, model_prior=args.model_prior, coef_names=names, model=args.evidence, **extra
-        )
+        if model == "normalx" and models is None:
+            raise ValueError("--model normalx fits every candidate: name them with --candidate")
+        extra = {"num_samples": args.num_samples, "seed": args.seed} if model == "normalx" else {}
+        table, _ = compare(stats, models, prior, model_prior=args.model_prior, coef_names=names, model=model, **extra)
         print(
             "fixed-S model evidence and exact leave-one-party-out (bayes_dpreg.compare):"
-            if args.evidence == "fixeds"
+            if model == "fixeds"
             else "normalX model evidence by bridge sampling and PSIS leave-one-party-out (bayes_dpreg.compare):"
         )
         print(table.head(args.top).to_string())
@@ -306,10 +320,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
         print(f"\ninclusion by {how} ({args.model_prior} prior over models):")
         print(inc.to_string())
-    if args.report:
+    if args.output:
         from .report import write_report
 
-        path = write_report(args.report, comparison=table, inclusion=inc, title="bayes_dpreg model comparison")
+        path = write_report(args.output, comparison=table, inclusion=inc, title="bayes_dpreg model comparison")
         print(f"wrote {path} and {path.with_suffix('.md')}")
     return 0
 
@@ -321,16 +335,46 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .compare import MAX_ENUMERATE_D, compare, inclusion
     from .report import write_report
 
-    idata = az.from_netcdf(args.posterior)
+    idata = _read_posterior(args.posterior, az)
     table = inc = None
     if args.stats:
         stats = [load_stats(p) for p in args.stats]
+        _check_same_releases(idata, stats)
         names = [str(c) for c in idata.posterior["theta"].coords["coef"].values]
         table, _ = compare(stats, coef_names=names) if stats[0].d <= MAX_ENUMERATE_D else (None, None)
         inc = inclusion(stats, coef_names=names)
-    path = write_report(args.output, idata, comparison=table, inclusion=inc, title=args.title)
+    path = write_report(args.output, idata, comparison=table, inclusion=inc, title=args.title, prob=args.level)
     print(f"wrote {path} and {path.with_suffix('.md')}")
     return 0
+
+
+def _read_posterior(path: str, az: Any) -> Any:
+    """A fit saved by ``bayes-dpreg fit -o``, or a clear error naming the file."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{path}: no such file (write one with 'bayes-dpreg fit ... -o {path}')")
+    try:
+        idata = az.from_netcdf(path)
+    except Exception as exc:  # h5py/netCDF4 raise several types for a file that is not netCDF
+        raise ValueError(
+            f"{path}: not a netCDF posterior written by 'bayes-dpreg fit -o' ({type(exc).__name__})"
+        ) from None
+    if "posterior" not in idata.groups() or "theta" not in idata.posterior:
+        raise ValueError(f"{path}: not a bayes_dpreg fit (no posterior of theta)")
+    return idata
+
+
+def _check_same_releases(idata, stats) -> None:
+    """Refuse ``--stats`` that are not the releases the fit used (by their release ids)."""
+    fitted = idata.posterior.attrs.get("release_ids")
+    given = [s.release_id for s in stats]
+    if fitted is None:
+        raise ValueError("this posterior does not record its releases (fitted before 0.1.0): refit it to add --stats")
+    fitted = [str(r) for r in np.atleast_1d(fitted)]
+    if sorted(fitted) != sorted(given):
+        raise ValueError(
+            f"--stats are not the releases this posterior was fitted to (release ids {sorted(given)} against "
+            f"{sorted(fitted)}): a comparison of other releases would be reported as this fit's"
+        )
 
 
 def cmd_sigma(args: argparse.Namespace) -> int:
@@ -386,31 +430,53 @@ def _table_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget-delta", dest="budget_delta", type=float, default=None, help="total delta of a new ledger")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="bayes-dpreg", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True)
+_PRIVACY_HELP = {
+    "epsilon": "privacy parameter epsilon of each party's release (> 0)",
+    "delta": "privacy parameter delta of each party's release, in (0, 1)",
+    "x_bound": "declared public bound on the row norm ||x||; rows beyond it are scaled onto it",
+    "y_bound": "declared public bound on |y|; responses beyond it are clipped",
+}
 
+
+def _privacy_arguments(p: argparse.ArgumentParser, required: bool, defaults: dict | None = None) -> None:
+    for name, text in _PRIVACY_HELP.items():
+        flag = "--" + name.replace("_", "-")
+        if required:
+            p.add_argument(flag, dest=name, type=float, required=True, help=text)
+        else:
+            p.add_argument(
+                flag, dest=name, type=float, default=(defaults or {})[name], help=text + " (default %(default)s)"
+            )
+
+
+def _spec_argument(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--spec",
+        default=None,
+        help=f"TOML model specification for {what}: a file or a bundled name (default, alparslan2023, ...)",
+    )
+
+
+def _add_demo(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("demo", help="split the bundled power-plant data across parties, release, fit, report")
-    d.add_argument("--parties", type=int, default=5)
-    d.add_argument("--epsilon", type=float, default=1.0)
-    d.add_argument("--delta", type=float, default=1e-5)
-    d.add_argument("--x-bound", type=float, default=4.0, help="declared bound on ||x|| (features are z-scored)")
-    d.add_argument("--y-bound", type=float, default=1.0, help="declared bound on |y| (y is scaled to [-1, 1])")
-    d.add_argument("--method", default=None, choices=_methods(), help="default: normalx-nuts")
-    d.add_argument("--seed", type=int, default=0, help="seed of the demo's noise and draws")
-    d.add_argument("--out", default="demo_output")
+    d.add_argument("--parties", type=int, default=5, help="number of parties J (default %(default)s)")
+    _privacy_arguments(d, False, {"epsilon": 1.0, "delta": 1e-5, "x_bound": 4.0, "y_bound": 1.0})
+    d.add_argument("--method", default=None, choices=_methods(), help="sampler (default: normalx-nuts)")
+    d.add_argument("--seed", type=int, default=0, help="seed of the demo's noise and draws (default %(default)s)")
+    d.add_argument("--level", type=float, default=LEVEL, help="credible level of the intervals (default %(default)s)")
+    d.add_argument("-o", "--output", "--out", dest="output", default="demo_output", help="folder for the figure")
     d.set_defaults(func=cmd_demo)
 
+
+def _add_release(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser(
         "release",
-        help="release one party's noisy statistics from a CSV or Parquet table, read in batches "
-        "(CSV: numbers only, an optional header; y in the last column unless --y-column)",
+        help="release one party's noisy statistics from a CSV or Parquet table, read in batches",
+        description="Release one party's noisy statistics (S~, z~) from a CSV or Parquet table. CSV: numbers only "
+        "and an optional header (its names are recorded); y in the last column unless --y-column.",
     )
-    r.add_argument("data")
-    r.add_argument("--epsilon", type=float, required=True)
-    r.add_argument("--delta", type=float, required=True)
-    r.add_argument("--x-bound", type=float, required=True)
-    r.add_argument("--y-bound", type=float, required=True)
+    r.add_argument("data", help="the party's table: a .csv or .parquet file, or a directory of Parquet files")
+    _privacy_arguments(r, True)
     r.add_argument(
         "--seed",
         type=int,
@@ -427,15 +493,17 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--intercept", action="store_true", help="release the statistics of [1, x] (normalx-intercept)")
     r.add_argument("--force", action="store_true", help="replace the output file if it exists")
     _table_arguments(r)
-    r.add_argument("-o", "--output", required=True)
+    r.add_argument("-o", "--output", required=True, help="the statistics file to write (JSON)")
     r.set_defaults(func=cmd_release)
 
+
+def _add_bounds(sub: argparse._SubParsersAction) -> None:
     bd = sub.add_parser(
         "bounds",
-        help="propose x_bound and y_bound for a release by DP quantiles of the row norms "
-        "and |y| (spends --epsilon of the party's budget; record it with --ledger)",
+        help="propose x_bound and y_bound for a release by DP quantiles of the row norms and |y| "
+        "(spends --epsilon of the party's budget; record it with --ledger)",
     )
-    bd.add_argument("data")
+    bd.add_argument("data", help="the party's table: a .csv or .parquet file, or a directory of Parquet files")
     bd.add_argument("--epsilon", type=float, required=True, help="spent on the two quantiles (half each)")
     bd.add_argument(
         "--quantile",
@@ -443,38 +511,28 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="share of rows to keep unclipped (default: min(0.99, 1 - 80 / (n eps / 2)))",
     )
-    bd.add_argument(
-        "--x-range",
-        dest="x_range",
-        type=float,
-        nargs=2,
-        default=[1e-6, 1e9],
-        metavar=("LO", "HI"),
-        help="public range of candidate x bounds",
-    )
-    bd.add_argument(
-        "--y-range",
-        dest="y_range",
-        type=float,
-        nargs=2,
-        default=[1e-6, 1e9],
-        metavar=("LO", "HI"),
-        help="public range of candidate y bounds",
-    )
+    for axis in ("x", "y"):
+        bd.add_argument(
+            f"--{axis}-range",
+            dest=f"{axis}_range",
+            type=float,
+            nargs=2,
+            default=[1e-6, 1e9],
+            metavar=("LO", "HI"),
+            help=f"public range of candidate {axis} bounds (default 1e-6 1e9)",
+        )
     bd.add_argument("--name", default=None, help="the party's name in the ledger")
     _table_arguments(bd)
     bd.set_defaults(func=cmd_bounds)
 
-    b = sub.add_parser("budget", help="show a privacy ledger: its releases and the budget spent")
-    b.add_argument("ledger")
-    b.set_defaults(func=cmd_budget)
 
+def _add_compare(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser(
         "compare",
-        help="compare feature subsets from released statistics files: evidence, "
-        "posterior model probabilities, inclusion Bayes factors, leave-one-party-out",
+        help="compare feature subsets from released statistics files: evidence, posterior model "
+        "probabilities, inclusion Bayes factors, leave-one-party-out",
     )
-    c.add_argument("stats", nargs="+")
+    c.add_argument("stats", nargs="+", help="the parties' statistics files")
     c.add_argument(
         "--candidate",
         action="append",
@@ -482,67 +540,122 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=F1,F2",
         help="a candidate model (repeatable); default: every subset when d <= 10",
     )
-    c.add_argument("--model-prior", dest="model_prior", default="uniform", choices=["uniform", "beta-binomial"])
+    c.add_argument(
+        "--model-prior",
+        dest="model_prior",
+        default="uniform",
+        choices=["uniform", "beta-binomial"],
+        help="prior over the candidates (default %(default)s)",
+    )
     c.add_argument("--coef-names", dest="coef_names", nargs="+", default=None, help="labels of the features")
+    _spec_argument(c, "the prior")
     c.add_argument(
         "--model",
-        default=None,
-        help="TOML model specification for the prior: a file or a bundled name (default, alparslan2023, ...)",
-    )
-    c.add_argument(
         "--evidence",
+        dest="model",
         default="fixeds",
-        choices=["fixeds", "normalx"],
-        help="model whose evidence ranks the candidates: fixeds (closed form, instant) or normalx "
-        "(the noise in S~ modelled; a normalx-nuts fit and bridge sampling per candidate)",
+        help="model whose evidence ranks the candidates, as compare(model=...): fixeds (closed form) or normalx "
+        "(the noise in S~ modelled; a normalx-nuts fit and bridge sampling per candidate). A TOML file here is "
+        "read as --spec (deprecated)",
     )
+    c.add_argument("--num-samples", dest="num_samples", type=int, default=1000, help="draws per chain (normalx)")
+    c.add_argument("--seed", type=int, default=0, help="seed of the sampling (normalx; default %(default)s)")
+    c.add_argument("--top", type=int, default=20, help="rows of the comparison table to show (default %(default)s)")
     c.add_argument(
-        "--num-samples", dest="num_samples", type=int, default=1000, help="draws per chain (--evidence normalx)"
+        "-o",
+        "--output",
+        "--report",
+        dest="output",
+        default=None,
+        help="also write a self-contained HTML report (and .md)",
     )
-    c.add_argument("--seed", type=int, default=0, help="seed of the sampling (--evidence normalx)")
-    c.add_argument("--top", type=int, default=20, help="rows of the comparison table to show")
-    c.add_argument("--report", default=None, help="also write a self-contained HTML report (and .md) here")
     c.set_defaults(func=cmd_compare)
 
+
+def _add_report(sub: argparse._SubParsersAction) -> None:
     rp = sub.add_parser(
         "report",
-        help="a self-contained HTML (and Markdown) report of a fit saved by "
-        "'bayes-dpreg fit -o posterior.nc', optionally with the model comparison of --stats",
+        help="a self-contained HTML (and Markdown) report of a fit saved by 'bayes-dpreg fit -o posterior.nc', "
+        "optionally with the model comparison of --stats",
     )
     rp.add_argument("posterior", help="a netCDF file written by 'bayes-dpreg fit -o'")
     rp.add_argument("-o", "--output", required=True, help="the HTML file; the Markdown twin goes beside it")
-    rp.add_argument("--stats", nargs="+", default=None, help="the released statistics, for the comparison section")
-    rp.add_argument("--title", default=None)
+    rp.add_argument(
+        "--stats", nargs="+", default=None, help="the fit's released statistics, for the comparison section"
+    )
+    rp.add_argument("--title", default=None, help="the report's title")
+    rp.add_argument("--level", type=float, default=LEVEL, help="credible level of the intervals (default %(default)s)")
     rp.set_defaults(func=cmd_report)
 
+
+def _add_fit(sub: argparse._SubParsersAction) -> None:
     f = sub.add_parser("fit", help="fit from released statistics files")
-    f.add_argument("stats", nargs="+")
-    f.add_argument("--method", default=None, choices=_methods(), help="default: the model file's, else normalx-nuts")
-    f.add_argument("--progress", action="store_true", help="show a progress bar")
+    f.add_argument("stats", nargs="+", help="the parties' statistics files")
     f.add_argument(
-        "--model",
-        default=None,
-        help="TOML model specification: a file or a bundled name (default, alparslan2023, alparslan2023_text)",
+        "--method", default=None, choices=_methods(), help="sampler (default: the spec's, else normalx-nuts)"
     )
-    f.add_argument("--num-samples", dest="num_samples", type=int, default=None)
-    f.add_argument("--num-chains", dest="num_chains", type=int, default=None)
-    f.add_argument("--num-warmup", dest="num_warmup", type=int, default=None)
-    f.add_argument("--seed", type=int, default=None)
+    _spec_argument(f, "the prior and fit options")
+    f.add_argument("--model", dest="spec_deprecated", default=None, help=argparse.SUPPRESS)
+    f.add_argument(
+        "--coef-names",
+        dest="coef_names",
+        nargs="+",
+        default=None,
+        help="labels of the coefficients (default: the feature names the releases carry)",
+    )
+    f.add_argument("--num-samples", dest="num_samples", type=int, default=None, help="draws per chain")
+    f.add_argument("--num-chains", dest="num_chains", type=int, default=None, help="chains (default 4)")
+    f.add_argument("--num-warmup", dest="num_warmup", type=int, default=None, help="warm-up iterations per chain")
+    f.add_argument("--seed", type=int, default=None, help="seed of the sampling (default 0)")
+    f.add_argument(
+        "--extend", type=int, default=None, help="NUTS methods: continue chains that mix too slowly, up to N times"
+    )
+    f.add_argument("--level", type=float, default=LEVEL, help="credible level of the intervals (default %(default)s)")
+    f.add_argument("--progress", action="store_true", help="show a progress bar")
     f.add_argument("-o", "--output", default=None, help="write the InferenceData as netCDF")
     f.set_defaults(func=cmd_fit)
 
+
+def _add_sigma(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("sigma", help="print noise calibrations")
-    s.add_argument("--epsilon", type=float, nargs="+", default=[0.1, 1.0, 10.0])
-    s.add_argument("--delta", type=float, default=1e-5)
-    s.add_argument("--x-bound", type=float, default=1.0)
-    s.add_argument("--y-bound", type=float, default=1.0)
+    s.add_argument("--epsilon", type=float, nargs="+", default=[0.1, 1.0, 10.0], help="the epsilons to tabulate")
+    s.add_argument("--delta", type=float, default=1e-5, help="privacy parameter delta (default %(default)s)")
+    s.add_argument("--x-bound", dest="x_bound", type=float, default=1.0, help=_PRIVACY_HELP["x_bound"])
+    s.add_argument("--y-bound", dest="y_bound", type=float, default=1.0, help=_PRIVACY_HELP["y_bound"])
     s.add_argument("--d", type=int, default=30, help="features (for the discrete noise's grid)")
     s.add_argument("--n", type=float, default=1e6, help="rows (for the discrete noise's grid)")
     s.set_defaults(func=cmd_sigma)
+
+
+def _add_budget(sub: argparse._SubParsersAction) -> None:
+    b = sub.add_parser("budget", help="show a privacy ledger: its releases and the budget spent")
+    b.add_argument("ledger", help="the ledger file (JSON)")
+    b.set_defaults(func=cmd_budget)
+
+
+DESCRIPTION = (
+    "Bayesian linear regression from differentially private, distributed summary statistics. "
+    "Each party releases noisy S = X^T X and z = X^T y ('release'); the analyst fits the posterior "
+    "('fit'), reports it ('report') and compares feature subsets ('compare')."
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ._version import __version__
+
+    p = argparse.ArgumentParser(
+        prog="bayes-dpreg",
+        description=DESCRIPTION,
+        epilog="The paper's experiments are not part of the library: python paper/reproduce.py in the repository.",
+    )
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_add_demo, _add_release, _add_bounds, _add_budget, _add_fit, _add_compare, _add_report, _add_sigma):
+        add(sub)
     return p
 
 
-@x64
+@public
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:

@@ -47,9 +47,9 @@ import numpy as np
 import numpyro.distributions as dist
 
 from .closed_form import collapsed_log_lik, party_terms
+from .entry import public
 from .hierarchical import S_tilde_dist, log_marginal_S, upper
 from .linalg import from_log_cholesky, log_cholesky, log_cholesky_log_jacobian, spd_inverse
-from .precision import x64
 
 __all__ = ["log_evidence", "normalx_evidence", "compare", "inclusion", "MAX_ENUMERATE_D"]
 
@@ -183,7 +183,7 @@ def _feature_mask(features: Sequence[Any] | None, names: list[str]) -> np.ndarra
     return mask
 
 
-@x64
+@public
 def log_evidence(
     stats: Any,
     features: Sequence[Any] | None = None,
@@ -242,7 +242,7 @@ def _submodel_prior(pr: Any, mask: np.ndarray) -> Any:
     return Prior(m=np.asarray(pr.m) * keep, C=C, a=pr.a, b=pr.b, Lambda=np.asarray(pr.Lambda), kappa=pr.kappa)
 
 
-@x64
+@public
 def normalx_evidence(
     stats: Any,
     features: Sequence[Any] | None = None,
@@ -341,7 +341,7 @@ def _elpd_data(elpd_i: np.ndarray, p_i: np.ndarray, party_names: list[str]) -> A
     )
 
 
-@x64
+@public
 def compare(
     stats: Any,
     models: Mapping[str, Sequence[Any] | None] | None = None,
@@ -359,7 +359,9 @@ def compare(
     row per model sorted by log evidence, with ``features``, ``log_evidence``,
     ``post_prob`` (under ``model_prior``: ``"uniform"`` over the candidates or
     ``"beta-binomial"`` over the subset size), ``log10_bf`` against the best model,
-    ``elpd_lopo`` (leave-one-party-out), its ``se``, ``p_lopo``; and ``{name:
+    ``elpd_lopo`` (leave-one-party-out), its ``se``, ``p_lopo``, ``elpd_diff`` and ``dse`` (the
+    difference from the candidate with the best ``elpd_lopo`` and its standard error, as in
+    ``arviz.compare``); and ``{name:
     arviz.ELPDData}`` for :func:`arviz.compare`.
 
     ``model="fixeds"`` (default): the fixed-S model, evidence and leave-one-party-out exact
@@ -414,8 +416,21 @@ def compare(
         },
         index=pd.Index(list(models), name="model"),
     ).sort_values("log_evidence", ascending=False)
+    table["elpd_diff"], table["dse"] = _elpd_differences([elpd[m] for m in table.index])
     table.attrs["model"] = model
     return table, elpd
+
+
+def _elpd_differences(loo: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """ArviZ's ``elpd_diff`` and ``dse`` against the candidate with the largest ``elpd_lopo``: how far
+    each candidate's summed pointwise (per-party) elpd falls below the best's, and its standard error,
+    ``sqrt(J var(elpd_i - elpd_i,best))``."""
+    pointwise = [np.asarray(e["loo_i"]).ravel() for e in loo]
+    best = int(np.argmax([p.sum() for p in pointwise]))
+    diff = np.array([pointwise[best].sum() - p.sum() for p in pointwise])  # >= 0, as arviz.compare
+    J = pointwise[best].size
+    dse = np.array([math.sqrt(J * np.var(p - pointwise[best])) for p in pointwise])  # as arviz.compare
+    return diff, dse
 
 
 def _normalx_candidates(
@@ -452,7 +467,7 @@ def _subset_name(mask: np.ndarray, names: list[str]) -> str:
     return "{" + ", ".join(names[k] for k in np.flatnonzero(mask)) + "}"
 
 
-@x64
+@public
 def inclusion(
     stats: Any,
     prior: Any = None,

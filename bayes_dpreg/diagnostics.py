@@ -193,8 +193,9 @@ class Convergence(NamedTuple):
         if not problems:
             return ""
         advice = (
-            "raise num_warmup and num_samples (and num_chains), or for the NUTS methods pass extend=2 to continue "
-            "the chains, and check the prior's scale against the declared bounds"
+            "raise num_warmup and num_samples (and num_chains; CLI --num-warmup, --num-samples), or for the NUTS "
+            "methods pass extend=2 (CLI --extend 2) to continue the chains, and check the prior's scale against the "
+            "declared bounds"
         )
         if self.divergences:
             advice = "raise target_accept_prob (e.g. 0.95); " + advice
@@ -368,6 +369,9 @@ def bounds_summary(attrs: Any) -> str | None:
 
 
 # -- release noise against signal ----------------------------------------------------------------
+
+
+NOISE_TO_SIGNAL_MAX = 0.1  # above it the fixed-S methods warn (docs/results/coverage)
 
 
 def noise_to_signal(S_tilde: Any, sigma_S: Any) -> np.ndarray:
@@ -634,5 +638,5 @@ def prior_sensitivity_summary(attrs: Any) -> str | None:
         return f"Prior of Sigma_x: the intervals do not depend on it ({measured})."
     return (
         f"Prior of Sigma_x: the intervals depend on it ({measured}): the release does not pin the features' "
-        "covariance in some direction, and there the intervals are the prior's (PriorSensitivityWarning)."
+        "covariance in some direction, and there the intervals are the prior's (see the release resolution)."
     )

@@ -8,9 +8,11 @@ Groups:
   the intercept model, ``mu_x``, ``b``, ``Sx`` (methods that infer them);
 * ``sample_stats``: the sampler's statistics in ArviZ's names where they exist
   (``lp``, ``diverging``, ``acceptance_rate``, ``energy``, ``step_size``, ``tree_depth``);
-* ``observed_data``: the released ``S_tilde`` and ``z_tilde`` per party;
-* ``constant_data``: ``n``, ``sigma_S``, ``sigma_z``, ``x_bound``, ``y_bound``,
-  ``epsilon``, ``delta`` per party;
+* ``observed_data``: the released ``z_tilde`` per party, the variable ``posterior_predictive``
+  replicates, so that ``az.plot_ppc(idata)`` works with no arguments;
+* ``constant_data``: the released ``S_tilde`` (which the normalX methods also model: their
+  latent ``S_j`` are in ``latent_posterior``), ``n``, ``sigma_S``, ``sigma_z``, ``x_bound``,
+  ``y_bound``, ``epsilon``, ``delta`` per party;
 * ``log_likelihood``: ``z_tilde`` (``chain, draw, party``), the log density of each
   party's released ``z~_j`` given the draw, ``log N(z~_j; S_j theta, sigma_y^2 S_j +
   sigma_z,j^2 I)`` (:func:`bayes_dpreg.hierarchical.z_dist`), with ``S_j`` the draw's latent
@@ -164,7 +166,7 @@ def _log_prior(post: dict, latent: dict, pr: Any) -> dict:
 
 
 def _attrs(sampler: Any, st: Any) -> dict:
-    from . import __version__
+    from ._version import __version__
 
     return {
         "created_by": "bayes_dpreg",
@@ -218,8 +220,9 @@ def build(
     groups: dict[str, Any] = dict(
         posterior=post,
         sample_stats=res.sample_stats,
-        observed_data={"S_tilde": st.S, "z_tilde": st.z},
+        observed_data={"z_tilde": st.z},
         constant_data={
+            "S_tilde": st.S,
             "n": st.n,
             "sigma_S": st.sigma_S,
             "sigma_z": st.sigma_z,

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # arviz loads in about 0.7 s: only when a fit is made
 
 from .cache import enable_compilation_cache
 from .diagnostics import (
+    NOISE_TO_SIGNAL_MAX,
     BoundsMisfitWarning,
     ConvergenceWarning,
     HeterogeneityWarning,
@@ -37,10 +38,10 @@ from .diagnostics import (
     prior_sensitivity,
     sigma2_over_bound,
 )
+from .entry import public
 from .idata import build as build_idata
 from .idata import prefetch_arviz
-from .precision import x64
-from .prior import ModelSpec, Prior, load_model, prior_scales
+from .prior import ModelSpec, Prior, describe_prior, load_model, prior_scales
 from .release import NoisyStats, as_stats_list, check_distinct, stack_stats, warn_if_not_private
 from .resolution import UnresolvedDirectionWarning, direction_report, release_resolution
 from .samplers import DEFAULT_METHOD, SAMPLERS, Sampler
@@ -55,8 +56,6 @@ PriorLike = Prior | ModelSpec | str | os.PathLike | None
 METHODS = SAMPLERS  # name -> Sampler (kept under its old name)
 
 _RELEASE_FN = {"ssp": "bayes_dpreg.release", "adassp": "bayes_dpreg.release_adassp", "bs": "bayes_dpreg.release_bs"}
-
-NOISE_TO_SIGNAL_MAX = 0.1  # above it the fixed-S methods warn (docs/results/coverage)
 
 
 class NoiseWarning(UserWarning):
@@ -106,7 +105,7 @@ def _check_statistics(sampler: Sampler, stats: list[NoisyStats], d: int, n: np.n
     return intercept
 
 
-@x64
+@public
 def fit(
     stats: NoisyStats | Sequence[NoisyStats],
     method: str | None = None,
@@ -209,10 +208,12 @@ def fit(
         "num_chains": num_chains,
         "intercept": int(intercept),
         "prior": repr(prior_obj),
+        "prior_description": describe_prior(pr, names, sampler.needs_intercept),
         "prior_autoscaled": int(prior_obj.is_auto),
         "prior_theta_sd": np.sqrt(np.diag(pr.C)).tolist(),
         "prior_sigma2_a_b": [float(pr.a), float(pr.b)],
         "inference_library": "bayes_dpreg",
+        "release_ids": [s.release_id for s in stats],
     }
     attrs.update(res.attrs)
     idata.posterior.attrs.update(attrs)
@@ -221,8 +222,19 @@ def fit(
 
 
 def _coef_names(coef_names: Sequence[str] | None, stats: list[NoisyStats], intercept: bool, d: int) -> list[str]:
+    """``coef_names``, else the features' names the releases carry (all parties must agree: a
+    party whose columns are in another order would have its coefficients misattributed), else
+    ``theta_k``."""
     if coef_names is None:
-        names = (["intercept"] if intercept else []) + [f"theta_{k}" for k in range(d - intercept)]
+        released = {s.features for s in stats if s.features is not None}
+        if len(released) > 1:
+            listed = "; ".join(f"{s.name or j}: {list(s.features)}" for j, s in enumerate(stats) if s.features)
+            raise ValueError(
+                f"the parties released different feature names ({listed}): each party must release the same "
+                "columns in the same order (or pass coef_names= to label them yourself)"
+            )
+        feats = list(released.pop()) if released else [f"theta_{k}" for k in range(d - intercept)]
+        names = (["intercept"] if intercept else []) + feats
     else:
         names = [str(c) for c in coef_names]
     if len(names) != d:
@@ -321,12 +333,17 @@ def _warn_if_unresolved(sampler: Sampler, idata: az.InferenceData, st: Any, pr: 
     borrowed = [r for r in report if r["data_share"] > BORROWED_SHARE]
     if borrowed:
         combos = "; ".join(f"{r['combination']} (released variance {r['variance']:.3g})" for r in borrowed)
+        source = (
+            "the model's prior for Sigma_x, which the release cannot check"
+            if sampler.models_release_noise
+            else "taking the noisy S~_j as exact, which they are not there"
+        )
         warnings.warn(
             f"method {sampler.name!r}: along {len(borrowed)} direction(s) of the features the release noise "
             f"(variance {res.noise:.3g} per row) swamps the signal, yet the fit narrows the interval of {combos} "
-            "well below the prior's: that information comes from the model's prior for Sigma_x, which the "
-            "release cannot check. If the features may be nearly collinear along it, do not trust those "
-            "intervals (idata.posterior.attrs['unresolved_directions']; docs/prior.md).",
+            f"well below the prior's: that information comes from {source}. If the features may be nearly "
+            "collinear along it, do not trust those intervals (idata.posterior.attrs['unresolved_directions']; "
+            "docs/prior.md).",
             UnresolvedDirectionWarning,
             stacklevel=4,
         )

@@ -33,6 +33,7 @@ __all__ = [
     "PriorScales",
     "prior_scales",
     "release_lambda",
+    "describe_prior",
     "load_model",
     "bundled_models",
     "AUTO",
@@ -86,6 +87,31 @@ def release_lambda(stats: Any) -> np.ndarray:
     S_sum = jnp.asarray(np.asarray(st.S, dtype=np.float64).sum(0))
     n_total = jnp.asarray(float(np.sum(st.n)))
     return np.asarray(pooled_covariance(S_sum, n_total, jnp.asarray(noise)), dtype=np.float64)
+
+
+def _g(v: float) -> str:
+    return f"{float(v):.3g}"
+
+
+def describe_prior(pr: ResolvedPrior, names: list[str], intercept: bool = False) -> str:
+    """A resolved prior in words and numbers, for reports (not a Python repr)."""
+    sd = np.sqrt(np.diag(pr.C))
+    diagonal_C = np.allclose(pr.C, np.diag(np.diag(pr.C)))
+    theta = (
+        "θ ~ N(m, C) with independent coefficients: "
+        + ", ".join(f"{nm} ~ N({_g(m)}, {_g(s)}²)" for nm, m, s in zip(names, pr.m, sd))
+        if diagonal_C
+        else f"θ ~ N(m, C), prior sds {', '.join(_g(s) for s in sd)}"
+    )
+    lam = np.asarray(pr.Lambda)
+    feats = names[1:] if intercept else names
+    scale = (
+        "diag(" + ", ".join(_g(v) for v in np.diag(lam)) + ")"
+        if np.allclose(lam, np.diag(np.diag(lam)))
+        else "a full matrix"
+    )
+    sigma_x = f"Σ_x ~ IW({scale}, κ = {_g(pr.kappa)}) over the features {', '.join(feats)}"
+    return f"{theta}; σ_y² ~ IG({_g(pr.a)}, {_g(pr.b)}); {sigma_x}."
 
 
 def _vector(name: str, v: Any, d: int) -> np.ndarray:

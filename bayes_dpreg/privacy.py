@@ -452,11 +452,18 @@ class ClipReport:
         return self.n_x_clipped > 0 or self.n_y_clipped > 0
 
     def __str__(self) -> str:
-        return (
-            f"{self.n_x_clipped} of {self.n_rows} rows had ||x|| > x_bound (largest {self.max_x_norm:.4g}) "
-            f"and were scaled onto the ball; {self.n_y_clipped} responses had |y| > y_bound "
-            f"(largest {self.max_abs_y:.4g}) and were clipped"
-        )
+        parts = []
+        if self.n_x_clipped:
+            parts.append(
+                f"{self.n_x_clipped} of {self.n_rows} rows had ||x|| > x_bound (largest {self.max_x_norm:.4g}) "
+                "and were scaled onto the ball"
+            )
+        if self.n_y_clipped:
+            parts.append(
+                f"{self.n_y_clipped} of {self.n_rows} responses had |y| > y_bound (largest {self.max_abs_y:.4g}) "
+                "and were clipped"
+            )
+        return "; ".join(parts) or f"none of {self.n_rows} rows was clipped"
 
 
 def _rows_by_peak(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

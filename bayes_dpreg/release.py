@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
+from .entry import public
 from .gram import Gram
 from .ledger import reserve
 from .privacy import (
@@ -171,6 +172,7 @@ class NoisyStats:
     release_id: str = ""
     reproducible_seed: bool = False
     noise: str = "float"
+    features: tuple[str, ...] | None = None  # the feature columns' names (a header, a DataFrame, columns=)
 
     def __post_init__(self) -> None:
         S = np.array(_real_array("S", self.S), dtype=np.float64)
@@ -179,6 +181,8 @@ class NoisyStats:
         z.setflags(write=False)
         object.__setattr__(self, "S", S)
         object.__setattr__(self, "z", z)
+        if self.features is not None:
+            object.__setattr__(self, "features", tuple(self.features))
         _check_stats(self)
 
     @property
@@ -213,6 +217,7 @@ class NoisyStats:
             "release_id": self.release_id,
             "reproducible_seed": bool(self.reproducible_seed),
             "noise": self.noise,
+            "features": None if self.features is None else list(self.features),
         }
 
     def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
@@ -348,6 +353,12 @@ def _check_stats(s: NoisyStats) -> None:
         raise ValueError(f"a bs release uses the 'joint' or 'as_published' calibration, got {s.calibration!r}")
     if s.noise not in ("discrete", "float"):
         raise ValueError(f"noise must be 'discrete' or 'float', got {s.noise!r}")
+    if s.features is not None:
+        width = s.d - int(bool(s.meta.get("intercept")))
+        if len(s.features) != width or not all(isinstance(f, str) and f for f in s.features):
+            raise ValueError(f"features must be {width} non-empty names (the released columns), got {list(s.features)}")
+        if len(set(s.features)) != len(s.features):
+            raise ValueError(f"feature names must be distinct, got {list(s.features)}")
     if s.noise == "discrete" and (s.calibration == "as_published" or s.reproducible_seed):
         raise ValueError("discrete noise is drawn from OpenDP's CSPRNG: never seeded, never 'as_published'")
     cal, sig_l = _expected_calibration(s)
@@ -406,6 +417,7 @@ _SCHEMA: dict[str, tuple[type, ...]] = {
     "release_id": (str,),
     "reproducible_seed": (bool,),
     "noise": (str,),
+    "features": (list, type(None)),
     "private": (bool,),
 }
 
@@ -441,8 +453,11 @@ def _check_schema(path: Path, payload: dict[str, Any]) -> None:
     for key, values in (("S", [x for row in payload["S"] for x in row]), ("z", payload["z"])):
         if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in values):
             raise StatsFileError(f"{path}: field {key!r} must hold numbers only")
+    if payload.get("features") is not None and not all(isinstance(x, str) for x in payload["features"]):
+        raise StatsFileError(f"{path}: field 'features' must hold strings only")
 
 
+@public
 def load_stats(path: str | os.PathLike, *, max_bytes: int = MAX_FILE_BYTES) -> NoisyStats:
     """Read a file written by :meth:`NoisyStats.save`, rejecting anything malformed: not a
     regular file, larger than ``max_bytes`` (default 64 MiB), not JSON, a wrong format or
@@ -475,7 +490,7 @@ def load_stats(path: str | os.PathLike, *, max_bytes: int = MAX_FILE_BYTES) -> N
     if version == 1:
         payload = dict(payload, release_id=f"v1-{digest[:32]}", reproducible_seed=False, noise="float")
     if version in (1, 2):
-        payload = dict(payload, private=None)
+        payload = dict(payload, private=None, features=None)
     expected = set(NoisyStats.__dataclass_fields__) | {"private"}
     if set(payload) != expected:
         missing, extra = expected - set(payload), set(payload) - expected
@@ -642,6 +657,7 @@ class _Exact(NamedTuple):
     gram: Gram  # S, z, y^T y, exactly (bayes_dpreg.gram)
     x_bound: float  # the released rows' norm bound (grown by the intercept column)
     meta: dict[str, Any]
+    features: tuple[str, ...] | None = None  # the feature columns' names
 
     @property
     def n(self) -> int:
@@ -675,12 +691,13 @@ def _exact_release_stats(
     """The exact Gram (``S``, ``z``, ``y^T y``) of the clipped (averaged, intercept-augmented)
     rows, the released rows' norm bound and the metadata; in memory for arrays, batch by batch
     for tables (both through :func:`~bayes_dpreg.sources.clipped_sums`)."""
-    from .sources import accumulate, clipped_sums, is_table_source
+    from .sources import accumulate, clipped_sums, feature_names, is_table_source
 
     if not is_table_source(X):
-        if columns is not None:
-            raise ValueError("columns= selects the features of a table source (a path or an Arrow object)")
+        names = _array_names(X, columns)
         X, y, meta = _rows_to_release(X, y, intercept, average)
+        if names is not None and len(names) != X.shape[1]:
+            raise ValueError(f"columns= names {len(names)} features but X has {X.shape[1]} columns")
         gram, report = clipped_sums(X, y, x_bound, y_bound, intercept)
     else:
         if average != 1:
@@ -691,14 +708,25 @@ def _exact_release_stats(
         if acc.gram is None:
             raise ValueError("the table has no rows")
         gram, report, meta = acc.gram, acc.report, {}
+        names = feature_names(X, -1 if y is None else y, columns)
         if gram.n < gram.p - 1:
             raise ValueError(f"a party needs at least d = {gram.p - 1} rows, got n = {gram.n}")
     warn_if_clipped(report)
     if intercept:
         meta["intercept"] = True
-    return _Exact(gram, math.hypot(1.0, x_bound) if intercept else x_bound, meta)
+    features = None if names is None else tuple(str(f) for f in names)
+    return _Exact(gram, math.hypot(1.0, x_bound) if intercept else x_bound, meta, features)
 
 
+def _array_names(X: Any, columns: list[str] | None) -> list[str] | None:
+    """Names of in-memory features: ``columns``, else a DataFrame's columns, else none."""
+    if columns is not None:
+        return [str(c) for c in columns]
+    cols = getattr(X, "columns", None)
+    return [str(c) for c in cols] if cols is not None and not isinstance(X, np.ndarray) else None
+
+
+@public
 def release(
     X: Any,
     y: Any,
@@ -826,9 +854,11 @@ def _noisy_ssp(
         release_id=release_id if seed is None else _new_release_id(rng, seed, S_noisy, z_noisy),
         reproducible_seed=reproducible,
         noise=kind,
+        features=ex.features,
     )
 
 
+@public
 def release_adassp(
     X: Any,
     y: Any,
@@ -908,6 +938,7 @@ def release_adassp(
     return out
 
 
+@public
 def release_bs(
     X: Any,
     y: Any,
@@ -974,6 +1005,7 @@ def release_bs(
         name=name,
         release_id=release_id or _new_release_id(rng, seed, S_noisy, z_noisy),
         reproducible_seed=seed is not None,
+        features=ex.features,
     )
     warn_if_not_private(out)
     return out

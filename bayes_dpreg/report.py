@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ import arviz as az
 import numpy as np
 
 from .diagnostics import (
+    NOISE_TO_SIGNAL_MAX,
     bounds_summary,
     convergence_summary,
     heterogeneity_summary,
@@ -20,6 +23,7 @@ from .diagnostics import (
     prior_sensitivity_summary,
     sigma_x_sensitive,
 )
+from .entry import public
 
 __all__ = ["coefficient_table", "format_table", "plot_coefficients", "write_report"]
 
@@ -143,6 +147,21 @@ def _png(fig: object) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def _decimals(values: Sequence[float], significant: int = 3) -> int:
+    """Decimals that show ``significant`` digits of the column's typical (median) magnitude, so that a
+    column reads -0.012 beside 0.313, not -0.01203 beside 0.3129."""
+    mags = [abs(float(v)) for v in values if np.isfinite(float(v)) and float(v) != 0.0]
+    if not mags:
+        return 2
+    return int(min(6, max(0, significant - 1 - math.floor(math.log10(float(np.median(mags)))))))
+
+
+def _column(values: Sequence[float]) -> list[str]:
+    """A column of numbers with one number of decimals (:func:`_decimals`)."""
+    k = _decimals(values)
+    return [f"{float(v):.{k}f}" if np.isfinite(float(v)) else "nan" for v in values]
+
+
 def _num(v: object, digits: int = 4) -> str:
     if isinstance(v, (int, np.integer)):
         return str(int(v))
@@ -163,12 +182,12 @@ def _privacy_section(idata: az.InferenceData) -> dict:
         {
             "kind": "meta",
             "text": f"{len(parties)} parties, {int(np.sum(cd['n'].values))} rows in all; each "
-            f"released its noisy S_j = X_j^T X_j and z_j = X_j^T y_j with the Gaussian mechanism at the (eps, delta) "
-            f"below, calibrated to the declared bounds ||x|| <= x_bound, |y| <= y_bound.",
+            "released its noisy S̃ⱼ = Xⱼᵀ Xⱼ + noise and z̃ⱼ = Xⱼᵀ yⱼ + noise with the Gaussian mechanism at the "
+            "(ε, δ) below, calibrated to the declared bounds ‖x‖ ≤ x_bound, |y| ≤ y_bound.",
         }
     ]
-    if at.get("prior"):
-        notes.append({"kind": "meta", "text": f"Prior: {at['prior']}"})
+    if at.get("prior_description"):
+        notes.append({"kind": "meta", "text": f"Prior: {at['prior_description']}"})
     return {
         "heading": "Data and privacy",
         "notes": notes,
@@ -177,24 +196,63 @@ def _privacy_section(idata: az.InferenceData) -> dict:
     }
 
 
-def _coefficient_section(idata: az.InferenceData, prob: float) -> dict:
+def _posterior_table(idata: az.InferenceData, prob: float) -> dict:
+    """Mean, sd, central interval, R-hat and ESS of every coefficient and of ``sigma_y^2``."""
     rows = coefficient_table(idata, prob=prob)
+    if "sigma2" in idata.posterior:
+        rows.append(_scalar_row(idata, "sigma2", "σ_y² (noise variance)", prob))
     pct = f"{100 * prob:g}%"
-    header = ["coef", "mean", "sd", f"{pct} lower", f"{pct} upper"] + [
-        k for k in ("r_hat", "ess_bulk", "ess_tail") if rows and k in rows[0]
+    diag = [k for k in ("r_hat", "ess_bulk", "ess_tail") if rows and k in rows[0]]
+    keys = ["mean", "sd", "lower", "upper"]
+    cols = {k: _column([float(r[k]) for r in rows]) for k in keys}
+    body = [
+        [str(r["coef"])]
+        + [cols[k][i] for k in keys]
+        + [f"{float(r[k]):.3f}" if k == "r_hat" else f"{float(r[k]):.0f}" for k in diag]
+        for i, r in enumerate(rows)
     ]
-    keys = ["coef", "mean", "sd", "lower", "upper"] + header[5:]
-    table = {
-        "caption": f"Posterior of the coefficients: mean, sd and the central {pct} credible interval"
-        + (" with rank-normalised R-hat and bulk/tail ESS." if len(header) > 5 else "."),
-        "header": header,
-        "rows": [[str(r["coef"])] + [_num(r[k]) for k in keys[1:]] for r in rows],
+    return {
+        "caption": f"Posterior: mean, sd and the central {pct} credible interval (equal-tailed: the package's "
+        "one convention, as in the command line)" + (", rank-normalised R-hat and bulk/tail ESS." if diag else "."),
+        "header": ["parameter", "mean", "sd", f"{pct} lower", f"{pct} upper", *diag],
+        "rows": body,
     }
+
+
+def _scalar_row(idata: az.InferenceData, name: str, label: str, prob: float) -> dict[str, float | str]:
+    x = idata.posterior[name].values
+    flat = x.ravel()
+    lo, hi = np.quantile(flat, [(1 - prob) / 2, (1 + prob) / 2])
+    row: dict[str, float | str] = {"coef": label, "mean": float(flat.mean()), "sd": float(flat.std(ddof=1))}
+    row.update(lower=float(lo), upper=float(hi))
+    if "max_rhat" in idata.posterior.attrs and x.shape[0] > 1:
+        ds = idata.posterior[[name]]
+        row.update(
+            r_hat=float(az.rhat(ds, method="rank")[name]),
+            ess_bulk=float(az.ess(ds, method="bulk")[name]),
+            ess_tail=float(az.ess(ds, method="tail")[name]),
+        )
+    return row
+
+
+def _unicode(text: str) -> str:
+    """The command line's ASCII notation, as the report's prose writes it."""
+    return text.replace("S~_j", "S̃ⱼ").replace("S~", "S̃").replace("z~", "z̃")
+
+
+def _method_notes(idata: az.InferenceData) -> list[dict]:
+    """The fit's own verdicts: convergence and divergences, the bounds, the parties, the prior of
+    ``Sigma_x``, the release's resolution and, for the fixed-S methods, the release noise."""
     at = idata.posterior.attrs
     notes = []
     conv = convergence_summary(at)
     if conv is not None:
         notes.append({"kind": "ok" if bool(at.get("converged", 1)) else "warn", "text": conv})
+    if "divergences" in at:
+        total = int(idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"])
+        n_div = int(at["divergences"])
+        text = f"Divergent transitions: {n_div} of {total} kept draws."
+        notes.append({"kind": "warn" if n_div else "ok", "text": text})
     misfit = bounds_summary(at)
     if misfit is not None:
         notes.append({"kind": "warn", "text": misfit})
@@ -210,19 +268,29 @@ def _coefficient_section(idata: az.InferenceData, prob: float) -> dict:
 
         unresolved = unresolved_directions(idata)
         notes.append({"kind": "warn" if unresolved else "ok", "text": (resolution_summary(at) or "").split("\n")[0]})
-    tables = [table] + _resolution_tables(idata) + _sensitivity_tables(idata)
+    if "noise_to_signal" in at:
+        ratio = float(np.max(np.atleast_1d(at["noise_to_signal"])))
+        if ratio > NOISE_TO_SIGNAL_MAX:
+            notes.append(
+                {
+                    "kind": "warn",
+                    "text": f"Method {at.get('method')!r} treats nearestPSD(S̃ⱼ) as the exact Sⱼ, but the release noise "
+                    f"is not negligible (noise-to-signal {ratio:.3g} > {NOISE_TO_SIGNAL_MAX}): its intervals are too "
+                    "narrow (NoiseWarning). The default method, normalx-nuts, models the noise.",
+                }
+            )
+    return notes
+
+
+def _coefficient_section(idata: az.InferenceData, prob: float) -> dict:
+    tables = [_posterior_table(idata, prob)] + _resolution_tables(idata) + _sensitivity_tables(idata)
     figures = [
         {
-            "caption": f"Forest plot of theta ({pct} intervals, all chains combined).",
-            "png": _png(
-                az.plot_forest(
-                    idata, var_names=["theta"], combined=True, hdi_prob=prob, figsize=(6, 0.5 + 0.45 * len(rows))
-                )
-                .ravel()[0]
-                .figure
-            ),
+            "caption": f"Coefficients: posterior mean and central {100 * prob:g}% interval.",
+            "png": _png(_forest(idata, prob)),
         }
     ]
+    figures += _trace_figures(idata) + _prior_posterior_figures(idata)
     if "sample_stats" in idata.groups() and idata.posterior.sizes["chain"] > 1:
         axes = az.plot_rank(idata, var_names=["theta"])
         figures.append(
@@ -231,12 +299,71 @@ def _coefficient_section(idata: az.InferenceData, prob: float) -> dict:
     if "posterior_predictive" in idata.groups():
         figures.append(
             {
-                "caption": f"Posterior predictive check: each party's released z~ (dots) against the "
-                f"central {pct} interval of its replicates (bars).",
+                "caption": f"Posterior predictive check: each party's released z̃ (dots) against the "
+                f"central {100 * prob:g}% interval of its replicates (bars).",
                 "png": _png(_ppc_figure(idata, prob)),
             }
         )
-    return {"heading": "Coefficients", "notes": notes, "tables": tables, "figures": figures}
+    notes = [dict(n, text=_unicode(n["text"])) for n in _method_notes(idata)]
+    return {"heading": "Posterior", "notes": notes, "tables": tables, "figures": figures}
+
+
+def _forest(idata: az.InferenceData, prob: float) -> object:
+    """Posterior mean and central ``prob`` interval of each coefficient, labelled by its name."""
+    import matplotlib.pyplot as plt
+
+    rows = coefficient_table(idata, prob=prob, diagnostics=False)
+    fig, ax = plt.subplots(figsize=(6, 0.6 + 0.4 * len(rows)))
+    y = np.arange(len(rows))[::-1]
+    ax.hlines(y, [float(r["lower"]) for r in rows], [float(r["upper"]) for r in rows], color="tab:blue", lw=2)
+    ax.plot([float(r["mean"]) for r in rows], y, "o", color="tab:blue")
+    ax.axvline(0.0, color="k", lw=0.8, ls=":")
+    ax.set_yticks(y, [str(r["coef"]) for r in rows])
+    ax.set_xlabel(f"coefficient (central {100 * prob:g}% interval)")
+    fig.tight_layout()
+    return fig
+
+
+def _trace_figures(idata: az.InferenceData) -> list[dict]:
+    if "sample_stats" not in idata.groups() or idata.posterior.sizes["draw"] < 2:
+        return []
+    names = ["theta"] + (["sigma2"] if "sigma2" in idata.posterior else [])
+    axes = az.plot_trace(idata, var_names=names, compact=True, figsize=(10, 2.8 * len(names)))
+    np.ravel(axes)[0].figure.tight_layout()
+    return [
+        {
+            "caption": "Trace and density of every chain (left: densities, one line per chain and coefficient; "
+            "right: the draws in order).",
+            "png": _png(np.ravel(axes)[0].figure),
+        }
+    ]
+
+
+def _prior_posterior_figures(idata: az.InferenceData) -> list[dict]:
+    """Each coefficient's prior against its posterior (where the fit kept prior draws)."""
+    import matplotlib.pyplot as plt
+
+    if "prior" not in idata.groups() or "theta" not in idata.prior:
+        return []
+    names = [str(c) for c in idata.posterior["theta"].coords["coef"].values]
+    post = idata.posterior["theta"].values.reshape(-1, len(names))
+    prior = idata.prior["theta"].values.reshape(-1, len(names))
+    cols = min(4, len(names))
+    nrows = -(-len(names) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(2.8 * cols, 2.2 * nrows), squeeze=False)
+    for k, ax in enumerate(axes.ravel()):
+        if k >= len(names):
+            ax.set_visible(False)
+            continue
+        lo, hi = np.quantile(np.concatenate([post[:, k], prior[:, k]]), [0.005, 0.995])
+        bins = np.linspace(lo, hi, 50)
+        ax.hist(prior[:, k], bins=bins, density=True, color="0.6", alpha=0.6, label="prior")
+        ax.hist(post[:, k], bins=bins, density=True, color="tab:blue", alpha=0.6, label="posterior")
+        ax.set_title(names[k], fontsize=9)
+        ax.set_yticks([])
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    return [{"caption": "Prior (grey) against posterior (blue) of each coefficient.", "png": _png(fig)}]
 
 
 def _resolution_tables(idata: az.InferenceData) -> list[dict]:
@@ -297,9 +424,25 @@ def _ppc_figure(idata: az.InferenceData, prob: float) -> object:
         ax.hlines(y, lo[:, k], hi[:, k], color="tab:blue", lw=3, alpha=0.6)
         ax.plot(obs.values[:, k], y, "ko", ms=4)
         ax.set_yticks(y, parties if k == 0 else [""] * len(parties))
-        ax.set_title(f"z~ [{coefs[k]}]", fontsize=9)
+        ax.set_title(f"z̃ [{coefs[k]}]", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+_PROBABILITIES = ("post_prob", "pip", "prior_ip", "bf")
+
+
+def _table_rows(df: Any, cols: list[str]) -> list[list[str]]:
+    """Rows of a DataFrame with each numeric column at one number of decimals."""
+    rendered = {}
+    for c in cols:
+        vals = df[c].tolist()
+        numeric = all(isinstance(v, (int, float, np.integer, np.floating)) for v in vals)
+        if c in _PROBABILITIES:  # spanning orders of magnitude: significant digits, not decimals
+            rendered[c] = [_num(v, 3) for v in vals]
+        else:
+            rendered[c] = _column([float(v) for v in vals]) if numeric else [str(v) for v in vals]
+    return [[str(idx)] + [rendered[c][i] for c in cols] for i, idx in enumerate(df.index)]
 
 
 def _comparison_section(comparison: Any, inclusion: Any) -> dict:
@@ -317,23 +460,27 @@ def _comparison_section(comparison: Any, inclusion: Any) -> dict:
             "log10_bf",
             "elpd_lopo",
             "se",
+            *([c for c in ("elpd_diff", "dse") if c in df]),
             "p_lopo",
             *(["pareto_k_max"] if normalx else []),
         ]
         caption = (
             "Candidate models of the normalX model (bayes_dpreg.compare, model='normalx'): log evidence by "
             "bridge sampling with its approximate sd, posterior probability, log10 Bayes factor against the "
-            "best, PSIS leave-one-party-out elpd with its se, effective parameters and largest Pareto k."
+            "best, PSIS leave-one-party-out elpd with its se, its difference from the best (elpd_diff, "
+            "with its se dse, as arviz.compare), effective parameters and largest Pareto k."
             if normalx
-            else "Candidate models of the fixed-S model (bayes_dpreg.compare): log evidence, "
-            "posterior probability, log10 Bayes factor against the best, exact "
-            "leave-one-party-out elpd with its se and effective parameters."
+            else "Candidate models of the fixed-S model (bayes_dpreg.compare, model='fixeds': the release "
+            "noise in S̃ⱼ is not modelled, whatever method the fit above used; model='normalx' ranks under the "
+            "normalX model): log evidence, posterior probability, log10 Bayes factor against the best, exact "
+            "leave-one-party-out elpd with its se, its difference from the best (elpd_diff, with its se dse, "
+            "as arviz.compare) and effective parameters."
         )
         tables.append(
             {
                 "caption": caption,
                 "header": ["model", *cols],
-                "rows": [[str(i)] + [_num(r[c]) for c in cols] for i, r in df.iterrows()],
+                "rows": _table_rows(df, cols),
             }
         )
     if inclusion is not None:
@@ -363,6 +510,7 @@ def _md_escape(value: object) -> str:
     return "".join(_MD_ESCAPES.get(ch, ch) for ch in str(value))
 
 
+@public
 def write_report(
     path: str | os.PathLike,
     idata: az.InferenceData | None = None,
@@ -374,22 +522,31 @@ def write_report(
 ) -> Path:
     """Write a self-contained HTML report at ``path`` and its Markdown twin beside it (``.md``).
 
-    Sections: data and privacy (parties, ``n_j``, eps, delta, noise sds, bounds), the
-    coefficients (mean, sd, ``prob`` interval, R-hat/ESS, convergence verdict, forest and
-    rank plots, posterior predictive check) from ``idata``, and the model comparison
+    Sections: data and privacy (parties, ``n_j``, eps, delta, noise sds, bounds, the prior), the
+    posterior from ``idata`` (mean, sd, central ``prob`` interval, R-hat/ESS of every coefficient
+    and of ``sigma_y^2``; the method's own verdicts: convergence, divergences, bounds, parties,
+    the release's resolution, the fixed-S methods' noise warning; forest, trace, prior against
+    posterior, rank and posterior predictive plots), and the model comparison
     (``comparison``: the table of :func:`bayes_dpreg.compare`; ``inclusion``: that of
     :func:`bayes_dpreg.inclusion`, with a plot). Figures are embedded as base64 PNG; the
     page loads nothing from the network. Templates: ``bayes_dpreg/templates/report.*.j2``."""
-    import datetime as _dt
-
-    import jinja2
     import matplotlib
-
-    from . import __version__
 
     if idata is None and comparison is None and inclusion is None:
         raise ValueError("nothing to report: give idata, comparison or inclusion")
     matplotlib.use("Agg")
+    with warnings.catch_warnings():  # ArviZ's plots on newer matplotlib: deprecation notices, not the user's
+        warnings.simplefilter("ignore", matplotlib.MatplotlibDeprecationWarning)
+        return _write(path, idata, comparison, inclusion, title, prob)
+
+
+def _write(path: Any, idata: Any, comparison: Any, inclusion: Any, title: str | None, prob: float) -> Path:
+    import datetime as _dt
+
+    import jinja2
+
+    from ._version import __version__
+
     sections = []
     if idata is not None:
         sections += [_privacy_section(idata), _coefficient_section(idata, prob)]

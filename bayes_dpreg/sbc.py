@@ -25,8 +25,8 @@ from jax import Array
 from scipy.stats import chi2
 
 from .closed_form import eigen_parties
+from .entry import public
 from .hierarchical import ModelData, intercept_design, prior_dists
-from .precision import x64
 from .prior import ResolvedPrior
 from .samplers import get as get_sampler
 from .samplers.base import run_batched
@@ -114,7 +114,7 @@ def uniformity_pvalue(ranks: np.ndarray, num_draws: int, bins: int = 10) -> floa
     return float(chi2.sf(stat, bins - 1))
 
 
-@x64
+@public
 def sbc(
     key: Array,
     method: str,

@@ -30,7 +30,7 @@ import numpy as np
 from .gram import Gram
 from .privacy import ClipReport, clip
 
-__all__ = ["batches", "accumulate", "Accumulated", "clipped_sums", "is_table_source"]
+__all__ = ["batches", "accumulate", "Accumulated", "clipped_sums", "is_table_source", "feature_names"]
 
 BATCH_ROWS = 1 << 16
 CSV_BLOCK = 1 << 20  # bytes per CSV block: the reader holds a few decoded blocks (4 MB blocks: 270-310 MB)
@@ -208,6 +208,51 @@ def _column_arrays(batch: Any, y: Any, columns: list[str] | None) -> tuple[np.nd
         out.append(pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False))
     arr = np.column_stack(out)
     return arr[:, :-1], arr[:, -1]
+
+
+def _schema_names(source: Any) -> list[str] | None:
+    """The column names of a table source without reading its rows (``None``: a headerless CSV or
+    an iterable of arrays, whose columns have no names)."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    if _is_dask_frame(source):
+        return [str(c) for c in source.columns]
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if path.suffix.lower() == ".csv":
+            if not _csv_header(path):
+                return None
+            import pyarrow.csv as pcsv
+
+            with pcsv.open_csv(path, read_options=pcsv.ReadOptions(block_size=CSV_BLOCK)) as r:
+                return list(r.schema.names)
+        if path.is_dir():
+            return list(ds.dataset(path, format="parquet").schema.names)
+        return list(pq.ParquetFile(path).schema_arrow.names)
+    if isinstance(source, (pa.Table, pa.RecordBatch, pa.RecordBatchReader, ds.Dataset)):
+        return list(source.schema.names)
+    return None
+
+
+def feature_names(source: Any, y: Any = -1, columns: list[str] | None = None) -> list[str] | None:
+    """The names of the features ``release`` reads from a table source: ``columns``, else every
+    column but the response (``None`` where the columns have no names)."""
+    if columns is not None:
+        return [str(c) for c in columns]
+    try:
+        names = _schema_names(source)
+    except Exception:  # an unreadable source fails with a clear error where the rows are read
+        return None
+    if names is None:
+        return None
+    y_name = (
+        names[y]
+        if isinstance(y, (int, np.integer)) and not isinstance(y, bool) and -len(names) <= y < len(names)
+        else y
+    )
+    return [c for c in names if c != y_name]
 
 
 def batches(

@@ -36,6 +36,7 @@ import math
 import os
 import re
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -212,13 +213,23 @@ def _cpu_entries() -> dict[Any, Any]:
 
 
 def _install() -> None:
-    from jax._src.interpreters.mlir import LoweringRuleEntry
+    try:
+        from jax._src.interpreters.mlir import LoweringRuleEntry
 
-    table = _cpu_entries()
-    for prim, entry in list(table.items()):
-        if prim.name in _CORE:
-            _saved[prim] = entry
-            table[prim] = LoweringRuleEntry(_chunked_rule(prim, entry.rule), entry.inline)
+        table = _cpu_entries()
+        entries = [(p, e) for p, e in table.items() if p.name in _CORE]
+        rules = [(p, LoweringRuleEntry(_chunked_rule(p, e.rule), e.inline)) for p, e in entries]
+    except (ImportError, AttributeError, KeyError, TypeError) as exc:  # JAX's lowering tables moved
+        warnings.warn(
+            f"bayes_dpreg cannot keep batched LAPACK calls inline with this JAX ({exc}); if it hangs on few "
+            "cores, call bayes_dpreg.configure_threads() at the start of the process",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        return
+    for (prim, entry), (_, rule) in zip(entries, rules):
+        _saved[prim] = entry
+        table[prim] = rule
 
 
 def _uninstall() -> None:

@@ -13,7 +13,8 @@ def write_notebook(cells: list[tuple[str, str]], name: str) -> Path:
     nb.cells = [nbformat.v4.new_markdown_cell(src) if kind == "markdown" else nbformat.v4.new_code_cell(src)
                 for kind, src in cells]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(HERE.parent)}}).execute()
+    # executed from notebooks/, as Jupyter and `jupyter nbconvert --execute` run it
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}).execute()
     path = HERE / f"{name}.ipynb"
     nbformat.write(nb, path)
     print(f"wrote {path}")

@@ -22,7 +22,7 @@ this notebook only reads the committed table `docs/results/fig2/fig2_summary.csv
 import pandas as pd
 import matplotlib.pyplot as plt
 
-summary = pd.read_csv("docs/results/fig2/fig2_summary.csv")
+summary = pd.read_csv("../docs/results/fig2/fig2_summary.csv")  # run from notebooks/
 labels = {"normalx": "MCMC-normalX", "fixeds": "MCMC-fixedS", "fast": "Bayes-fixedS-fast", "bs": "MCMC-B&S",
           "adassp": "adaSSP", "nonprivate": "non-private"}
 fig, axes = plt.subplots(2, 3, figsize=(12, 6.5), sharex=True)

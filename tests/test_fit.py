@@ -31,9 +31,9 @@ def test_inference_data_structure():
     at = idata.posterior.attrs
     assert (at["method"], at["epsilon"], at["delta"], at["J"], at["n"]) == ("fast", 1.0, 1e-5, 3, 3000)
     assert at["n_per_party"] == [1000, 1000, 1000]
-    assert list(idata.observed_data["S_tilde"].coords["party"].values) == ["party1", "party2", "party3"]
-    assert idata.observed_data["S_tilde"].dims == ("party", "coef", "coef_col")
-    np.testing.assert_array_equal(idata.observed_data["S_tilde"].values[1], stats[1].S)
+    assert list(idata.constant_data["S_tilde"].coords["party"].values) == ["party1", "party2", "party3"]
+    assert idata.constant_data["S_tilde"].dims == ("party", "coef", "coef_col")
+    np.testing.assert_array_equal(idata.constant_data["S_tilde"].values[1], stats[1].S)
     np.testing.assert_array_equal(idata.constant_data["n"].values, [1000, 1000, 1000])
     assert "sigma2" not in idata.posterior  # fast fixes sigma_y^2
     assert at["sigma2_fixed"] == pytest.approx(1 / 9)

@@ -13,7 +13,7 @@ def test_notebook_runs(path, monkeypatch):
     import matplotlib
 
     matplotlib.use("Agg")
-    monkeypatch.chdir(path.parents[1])
+    monkeypatch.chdir(path.parent)  # from notebooks/, as Jupyter runs them
     cells = json.loads(path.read_text())["cells"]
     namespace: dict = {}
     for cell in cells:

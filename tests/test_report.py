@@ -68,8 +68,9 @@ def test_report_of_a_fit_with_comparison(tmp_path):
     inc = bd.inclusion(stats, coef_names=["age", "dose"])
     page = _check_page(write_report(tmp_path / "r.html", idata, comparison=table, inclusion=inc),
                        ["clinic0", "clinic2", "age", "dose", "{age}", "90% lower", "prior theta", "prior sigma2"])
-    # privacy, coefficients, their prior sensitivity, comparison, inclusion; 4 figures
-    assert page.tables == 5 and len(page.imgs) == 4
+    # privacy, posterior, its prior sensitivity, comparison, inclusion; forest, trace, prior against
+    # posterior, rank, predictive and inclusion figures
+    assert page.tables == 5 and len(page.imgs) == 6
     with pytest.raises(ValueError, match="nothing to report"):
         write_report(tmp_path / "x.html")
 
