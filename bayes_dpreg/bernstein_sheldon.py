@@ -40,8 +40,8 @@ from jax import Array
 from .bernstein_sheldon_moments import ss_moments, ss_vector
 from .closed_form import nig_posterior
 from .hierarchical import sigma_x_conditional
-from .kernels import Settings, _PureKernel, pooled_covariance
-from .linalg import nearest_psd_and_min_eig, symmetrize
+from .kernels import Settings, _PureKernel
+from .linalg import nearest_psd_and_min_eig, pooled_covariance, symmetrize
 from .prior import ResolvedPrior
 
 __all__ = ["BSData", "BSState", "bs_data", "bs_init", "bs_step", "BS", "unpack_ss", "ss_conditional"]
@@ -145,7 +145,7 @@ def _conditional_draws(key: Array, ss: Array, data: BSData, pr: ResolvedPrior) -
 
 def bs_init(rng_key: Array, data: BSData, pr: ResolvedPrior, settings: Settings = Settings()) -> BSState:
     """Steps 2-3 given ``ss = [upper(n_j Sigma^), z~_j, u~_j]``, ``Sigma^`` the pooled positive
-    definite estimate of :func:`~bayes_dpreg.kernels.pooled_covariance` (as MCMC-normalX starts).
+    definite estimate of :func:`~bayes_dpreg.linalg.pooled_covariance` (as MCMC-normalX starts).
     Starting from ``S~_j`` itself fails when it is near singular: ``theta``'s conditional mean
     ``(sum S_j + Lambda0)^{-1} sum z~_j`` then runs to 1e5 and the next CLT draw is NaN
     (d = 5, J = 1, eps = 0.1)."""

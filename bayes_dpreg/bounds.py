@@ -114,8 +114,7 @@ def _private_quantile(values: np.ndarray, candidates: np.ndarray, quantile: floa
 def _norms_and_responses(
     X: Any, y: Any, columns: list[str] | None, batch_rows: int | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    from .release import validate_data
-    from .sources import BATCH_ROWS, batches, is_table_source
+    from .sources import BATCH_ROWS, batches, is_table_source, validate_data
 
     if is_table_source(X):
         parts = [

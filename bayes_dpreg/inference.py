@@ -192,7 +192,27 @@ def fit(
     _check_finite(sampler.name, res.posterior)
     features = names[1:] if sampler.needs_intercept else names
     idata = build_idata(res, st, pr, sampler, names, _party_names(stats), features, jax.random.key(seed + 1))
-    attrs = {
+    attrs = _fit_attrs(sampler, st, stats, prior_obj, pr, names, intercept, seed, num_samples, num_chains)
+    attrs.update(res.attrs)
+    idata.posterior.attrs.update(attrs)
+    _warn_if_unreliable(sampler, idata, st, pr)
+    return idata
+
+
+def _fit_attrs(
+    sampler: Sampler,
+    st: Any,
+    stats: list[NoisyStats],
+    prior_obj: Prior,
+    pr: Any,
+    names: list[str],
+    intercept: bool,
+    seed: int,
+    num_samples: int,
+    num_chains: int,
+) -> dict[str, Any]:
+    """The posterior's attributes: the method, the release, the prior and the run."""
+    return {
         "method": sampler.name,
         "method_label": sampler.label,
         "epsilon": float(st.epsilon.max()),
@@ -202,7 +222,7 @@ def fit(
         "J": st.J,
         "n": int(st.n.sum()),
         "n_per_party": st.n.tolist(),
-        "d": d,
+        "d": st.d,
         "seed": int(seed),
         "num_samples": num_samples,
         "num_chains": num_chains,
@@ -215,10 +235,6 @@ def fit(
         "inference_library": "bayes_dpreg",
         "release_ids": [s.release_id for s in stats],
     }
-    attrs.update(res.attrs)
-    idata.posterior.attrs.update(attrs)
-    _warn_if_unreliable(sampler, idata, st, pr)
-    return idata
 
 
 def _coef_names(coef_names: Sequence[str] | None, stats: list[NoisyStats], intercept: bool, d: int) -> list[str]:

@@ -82,7 +82,7 @@ from .hierarchical import (
     upper,
     z_dist,
 )
-from .linalg import from_log_cholesky, log_cholesky, nearest_psd, spd_inverse
+from .linalg import from_log_cholesky, log_cholesky, pooled_covariance, spd_inverse
 from .prior import ResolvedPrior
 
 __all__ = [
@@ -101,7 +101,6 @@ __all__ = [
     "NormalX",
     "FixedS",
     "initial_S",
-    "pooled_covariance",
 ]
 
 
@@ -315,16 +314,6 @@ def initial_S(data: ModelData) -> Array:
     warm-up climbing.
     Pooling the parties averages the noise and respects the Wishart prior."""
     return data.n[:, None, None] * pooled_covariance(data.S_tilde.sum(0), data.n.sum(), jnp.max(data.sigma_S))
-
-
-def pooled_covariance(scatter: Array, dof: Array, noise_sd: Array) -> Array:
-    """A positive definite covariance from a noisy pooled scatter matrix (for starting values):
-    ``nearestPSD(scatter)/dof + (1e-3 tr/d + noise_sd/dof) I``, the ridge a small fraction of the
-    scale plus the noise's own size."""
-    d = scatter.shape[-1]
-    pooled = nearest_psd(scatter) / dof
-    ridge = 1e-3 * jnp.trace(pooled) / d + noise_sd / dof
-    return pooled + ridge * jnp.eye(d, dtype=pooled.dtype)
 
 
 def _collapsed(terms_U: Array, terms_u: Array, terms_c: Array, pr: ResolvedPrior, num_obs: int) -> Array:

@@ -17,6 +17,7 @@ __all__ = [
     "log_cholesky",
     "from_log_cholesky",
     "log_cholesky_log_jacobian",
+    "pooled_covariance",
 ]
 
 
@@ -83,3 +84,13 @@ def log_cholesky_log_jacobian(v: Array, d: int) -> Array:
     ``L_ii`` for the log-diagonal. Tested against automatic differentiation."""
     _, _, diag = _tril(d)
     return d * jnp.log(2.0) + (v[..., diag] * (d + 1.0 - np.arange(d))).sum(-1)
+
+
+def pooled_covariance(scatter: Array, dof: Array, noise_sd: Array) -> Array:
+    """A positive definite covariance from a noisy pooled scatter matrix (for starting values):
+    ``nearestPSD(scatter)/dof + (1e-3 tr/d + noise_sd/dof) I``, the ridge a small fraction of the
+    scale plus the noise's own size."""
+    d = scatter.shape[-1]
+    pooled = nearest_psd(scatter) / dof
+    ridge = 1e-3 * jnp.trace(pooled) / d + noise_sd / dof
+    return pooled + ridge * jnp.eye(d, dtype=pooled.dtype)

@@ -69,7 +69,7 @@ def prior_scales(stats: Any) -> PriorScales:
 def release_lambda(stats: Any) -> np.ndarray:
     """A release-based ``Lambda`` for ``Sigma_x ~ IW(Lambda, kappa)``: the pooled estimate of
     ``Sigma_x`` from the released statistics (``nearestPSD(sum_j S~_j) / n`` plus a ridge of the
-    noise's size, :func:`bayes_dpreg.kernels.pooled_covariance`); post-processing, no privacy cost.
+    noise's size, :func:`bayes_dpreg.linalg.pooled_covariance`); post-processing, no privacy cost.
 
     Where the default ``Lambda = diag(E[x_k^2])`` is too wide in a direction the release does not
     resolve (nearly collinear features: :class:`~bayes_dpreg.diagnostics.PriorSensitivityWarning`),
@@ -79,7 +79,7 @@ def release_lambda(stats: Any) -> np.ndarray:
     40-90% of fits (``docs/prior.md``): a sensitivity check, not the default."""
     import jax.numpy as jnp
 
-    from .kernels import pooled_covariance
+    from .linalg import pooled_covariance
     from .release import as_stats_list, stack_stats
 
     st = stack_stats(as_stats_list(stats))

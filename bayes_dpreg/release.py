@@ -52,6 +52,7 @@ from .privacy import (
     ssp_sensitivity,
     warn_if_clipped,
 )
+from .sources import _real_array, validate_data
 
 if TYPE_CHECKING:
     from .ledger import PrivacyLedger
@@ -94,48 +95,6 @@ class SeededReleaseWarning(NotPrivateWarning):
 
 class FloatNoiseWarning(NotPrivateWarning):
     """Floating-point Gaussian noise (``noise="float"``): its low-order bits can reveal the data."""
-
-
-def _real_array(name: str, a: Any) -> np.ndarray:
-    """``a`` as an array of real numbers: booleans, complex numbers, strings, objects and masked
-    arrays (whose mask ``np.asarray`` would drop) are refused."""
-    if isinstance(a, np.ma.MaskedArray):
-        raise ValueError(f"{name} is a masked array: fill or drop the masked entries first (the mask would be ignored)")
-    arr = np.asarray(a)
-    if arr.dtype.kind not in "iuf":
-        kind = {"b": "booleans", "c": "complex numbers", "O": "Python objects", "U": "strings", "S": "bytes"}
-        raise ValueError(
-            f"{name} must hold real numbers, got {kind.get(arr.dtype.kind, arr.dtype.name)} (dtype {arr.dtype})"
-        )
-    return arr
-
-
-def _as_float_array(name: str, a: Any, ndim: int) -> np.ndarray:
-    arr = np.asarray(_real_array(name, a), dtype=np.float64)
-    if arr.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        bad = np.argwhere(~np.isfinite(arr))[0]
-        raise ValueError(f"{name} contains NaN or inf (first at index {tuple(int(i) for i in bad)})")
-    return arr
-
-
-def validate_data(X: Any, y: Any, min_rows: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Check a party's private data: finite, ``X`` of shape (n, d), ``y`` of shape (n,), n >= d
-    (``n >= min_rows`` for one batch of a streamed table)."""
-    X = _as_float_array("X", X, 2)
-    y = np.asarray(_real_array("y", y), dtype=np.float64)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y[:, 0]
-    y = _as_float_array("y", y, 1)
-    n, d = X.shape
-    if y.shape[0] != n:
-        raise ValueError(f"X has {n} rows but y has {y.shape[0]} entries")
-    if d < 1:
-        raise ValueError("X must have at least one column")
-    if n < (d if min_rows is None else min_rows):
-        raise ValueError(f"a party needs at least d = {d} rows, got n = {n}")
-    return X, y
 
 
 @dataclass(frozen=True, eq=False)

@@ -30,10 +30,60 @@ import numpy as np
 from .gram import Gram
 from .privacy import ClipReport, clip
 
-__all__ = ["batches", "accumulate", "Accumulated", "clipped_sums", "is_table_source", "feature_names"]
+__all__ = [
+    "batches",
+    "accumulate",
+    "Accumulated",
+    "clipped_sums",
+    "is_table_source",
+    "feature_names",
+    "validate_data",
+]
 
 BATCH_ROWS = 1 << 16
 CSV_BLOCK = 1 << 20  # bytes per CSV block: the reader holds a few decoded blocks (4 MB blocks: 270-310 MB)
+
+
+def _real_array(name: str, a: Any) -> np.ndarray:
+    """``a`` as an array of real numbers: booleans, complex numbers, strings, objects and masked
+    arrays (whose mask ``np.asarray`` would drop) are refused."""
+    if isinstance(a, np.ma.MaskedArray):
+        raise ValueError(f"{name} is a masked array: fill or drop the masked entries first (the mask would be ignored)")
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "iuf":
+        kind = {"b": "booleans", "c": "complex numbers", "O": "Python objects", "U": "strings", "S": "bytes"}
+        raise ValueError(
+            f"{name} must hold real numbers, got {kind.get(arr.dtype.kind, arr.dtype.name)} (dtype {arr.dtype})"
+        )
+    return arr
+
+
+def _as_float_array(name: str, a: Any, ndim: int) -> np.ndarray:
+    arr = np.asarray(_real_array(name, a), dtype=np.float64)
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        bad = np.argwhere(~np.isfinite(arr))[0]
+        raise ValueError(f"{name} contains NaN or inf (first at index {tuple(int(i) for i in bad)})")
+    return arr
+
+
+def validate_data(X: Any, y: Any, min_rows: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Check a party's private data: finite, ``X`` of shape (n, d), ``y`` of shape (n,), n >= d
+    (``n >= min_rows`` for one batch of a streamed table)."""
+    X = _as_float_array("X", X, 2)
+    y = np.asarray(_real_array("y", y), dtype=np.float64)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    y = _as_float_array("y", y, 1)
+    n, d = X.shape
+    if y.shape[0] != n:
+        raise ValueError(f"X has {n} rows but y has {y.shape[0]} entries")
+    if d < 1:
+        raise ValueError("X must have at least one column")
+    if n < (d if min_rows is None else min_rows):
+        raise ValueError(f"a party needs at least d = {d} rows, got n = {n}")
+    return X, y
 
 
 def is_table_source(X: Any) -> bool:
@@ -70,8 +120,6 @@ def _partition_sums(
     frame: Any, x_bound: float, y_bound: float, y: Any, columns: list[str] | None, intercept: bool
 ) -> tuple[Gram, ClipReport] | None:
     """The exact Gram of one pandas partition's clipped rows (runs on a Dask worker)."""
-    from .release import validate_data
-
     if len(frame) == 0:
         return None
     X, yv = validate_data(*_frame_arrays(frame, y, columns), min_rows=1)
@@ -329,8 +377,6 @@ def accumulate(
     progress: bool = False,
 ) -> Accumulated:
     """Clip every row of every batch to the bounds and sum its contributions to ``S`` and ``z``."""
-    from .release import validate_data
-
     acc = Accumulated()
     if _is_dask_frame(source):
         for part in _dask_partials(source, x_bound, y_bound, _dask_y_column(source, y), columns, intercept):

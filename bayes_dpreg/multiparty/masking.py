@@ -92,7 +92,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -598,6 +598,21 @@ def _cyclic_orders(K: int) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple((i + t) % K for t in range(K)) for i in range(K))
 
 
+def _vertical_btb(B: Any, C: FArray, orders: Any, widths: list[int], col: Any, p: int) -> tuple[FArray, FArray]:
+    """``B^T B`` and ``B^T W C``'s ridge term, computed by the agencies' chains (Alg. 1)."""
+    BtB = np.zeros((p, p))
+    BtW = np.zeros(p)
+    for i in range(len(widths)):
+        G = B[i][i].T @ B[i][i]
+        v = B[i][i].T @ np.ones(widths[i])
+        for j in orders[i][1:]:
+            G = B[j][i].T @ G @ B[j][i]
+            v = B[j][i].T @ v
+        BtB[col[i], col[i]] = 0.5 * (G + G.T)
+        BtW[col[i]] = v
+    return BtB, np.outer(BtW, C[1])  # B^T (1 e_2^T) C
+
+
 def vertical_mask(
     parties: Sequence[ArrayLike],
     y: ArrayLike,
@@ -677,19 +692,7 @@ def vertical_mask(
     W[:, p:] = responses @ C  # Z = [Y, Y_s1, Y_s2] C
     A0.apply(W, [gammas[j] for j in orders[r]], out=W)  # left factors, one pass
 
-    BtB = ridge_rhs = None
-    if release_btb:
-        BtB = np.zeros((p, p))
-        BtW = np.zeros(p)
-        for i in range(K):
-            G = B[i][i].T @ B[i][i]
-            v = B[i][i].T @ np.ones(widths[i])
-            for j in orders[i][1:]:
-                G = B[j][i].T @ G @ B[j][i]
-                v = B[j][i].T @ v
-            BtB[col[i], col[i]] = 0.5 * (G + G.T)
-            BtW[col[i]] = v
-        ridge_rhs = np.outer(BtW, C[1])  # B^T (1 e_2^T) C
+    BtB, ridge_rhs = _vertical_btb(B, C, orders, widths, col, p) if release_btb else (None, None)
 
     problem = MaskedProblem(
         "vertical",
@@ -700,19 +703,37 @@ def vertical_mask(
         BtB,
         ridge_rhs,
     )
-    keys = VerticalKeys(
-        col,
-        orders,
-        gammas,
-        A0,
-        B,
-        C,
-        r,
-        noisy,
-        responses,
-        {"seed": seed, "public": public_seed, "parties": tuple(party_seeds)},
-    )
-    return problem, keys
+    seeds = {"seed": seed, "public": public_seed, "parties": tuple(party_seeds)}
+    return problem, VerticalKeys(col, orders, gammas, A0, B, C, r, noisy, responses, seeds)
+
+
+def _check_horizontal(parties: Sequence[ArrayLike], ys: Sequence[ArrayLike]) -> tuple[list[FArray], list[FArray]]:
+    """The agencies' blocks (same columns everywhere) and one response vector per agency."""
+    Xs = _check_parties(parties)
+    K, p = len(Xs), Xs[0].shape[1]
+    for i, X in enumerate(Xs[1:], start=1):
+        if X.shape[1] != p:
+            raise ValueError(
+                f"horizontal partitioning needs the same attributes (columns) at every party: "
+                f"party {i} has {X.shape[1]} columns, party 0 has {p}"
+            )
+    if isinstance(ys, np.ndarray) and ys.ndim == 1 and K > 1:
+        raise ValueError("ys must be a sequence of response vectors, one per party")
+    if len(ys) != K:
+        raise ValueError(f"ys has {len(ys)} response vectors but there are {K} parties")
+    return Xs, [_as_vector(y, X.shape[0], f"ys[{i}]") for i, (X, y) in enumerate(zip(Xs, ys))]
+
+
+def _horizontal_btb(B: Any, C: Any, rp: int, p: int) -> tuple[FArray, FArray]:
+    """``B^T B`` and the ridge party's ``B^T 1 e_2^T C_rp`` block (Alg. 3)."""
+    G = np.eye(p)
+    v = np.ones(p)
+    for j in range(len(B)):  # B = B_1 ... B_K (commuting)
+        G = B[j].T @ G @ B[j]
+        v = B[j].T @ v
+    ridge_rhs = np.zeros((p, 3 * len(B)))
+    ridge_rhs[:, 3 * rp : 3 * rp + 3] = np.outer(v, C[rp][1])
+    return 0.5 * (G + G.T), ridge_rhs
 
 
 def horizontal_mask(
@@ -741,20 +762,8 @@ def horizontal_mask(
 
     Seeds: ``seed`` spawns the public seed of ``(B_0, C_0)`` and one private seed per agency.
     """
-    Xs = _check_parties(parties)
-    K = len(Xs)
-    p = Xs[0].shape[1]
-    for i, X in enumerate(Xs[1:], start=1):
-        if X.shape[1] != p:
-            raise ValueError(
-                f"horizontal partitioning needs the same attributes (columns) at every party: "
-                f"party {i} has {X.shape[1]} columns, party 0 has {p}"
-            )
-    if isinstance(ys, np.ndarray) and ys.ndim == 1 and K > 1:
-        raise ValueError("ys must be a sequence of response vectors, one per party")
-    if len(ys) != K:
-        raise ValueError(f"ys has {len(ys)} response vectors but there are {K} parties")
-    yv = [_as_vector(y, X.shape[0], f"ys[{i}]") for i, (X, y) in enumerate(zip(Xs, ys))]
+    Xs, yv = _check_horizontal(parties, ys)
+    K, p = len(Xs), Xs[0].shape[1]
     seed = _check_seed(seed)
     noise_sd = _check_noise_sd(noise_sd)
     block_size = _check_int(block_size, "block_size", 2)
@@ -806,16 +815,7 @@ def horizontal_mask(
         for j in orders[i]:
             A[j][i].apply(Wi, 1, out=Wi)
 
-    BtB = ridge_rhs = None
-    if release_btb:
-        G = np.eye(p)
-        v = np.ones(p)
-        for j in range(K):  # B = B_1 ... B_K (commuting)
-            G = B[j].T @ G @ B[j]
-            v = B[j].T @ v
-        BtB = 0.5 * (G + G.T)
-        ridge_rhs = np.zeros((p, 3 * K))
-        ridge_rhs[:, 3 * rp : 3 * rp + 3] = np.outer(v, C[rp][1])
+    BtB, ridge_rhs = _horizontal_btb(B, C, rp, p) if release_btb else (None, None)
 
     folds = tuple(
         tuple(slice(int(offs[i]) + local_edges[i][f], int(offs[i]) + local_edges[i][f + 1]) for i in range(K))

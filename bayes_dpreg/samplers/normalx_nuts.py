@@ -60,8 +60,7 @@ from numpyro.infer.hmc import hmc
 from ..closed_form import collapsed_log_lik, party_terms, theta_conditional
 from ..diagnostics import needs_more_draws
 from ..hierarchical import ModelData, S_tilde_dist, model_data, prior_dist, upper
-from ..kernels import pooled_covariance
-from ..linalg import from_log_cholesky, log_cholesky, nearest_psd, spd_inverse
+from ..linalg import from_log_cholesky, log_cholesky, nearest_psd, pooled_covariance, spd_inverse
 from ..prior import ResolvedPrior
 from .base import ChainKernel, MethodResult, Sampler, positive_int, run_chains
 
