@@ -358,8 +358,8 @@ def _warn_if_unresolved(sampler: Sampler, idata: az.InferenceData, st: Any, pr: 
             f"method {sampler.name!r}: along {len(borrowed)} direction(s) of the features the release noise "
             f"(variance {res.noise:.3g} per row) swamps the signal, yet the fit narrows the interval of {combos} "
             f"well below the prior's: that information comes from {source}. If the features may be nearly "
-            "collinear along it, do not trust those intervals (idata.posterior.attrs['unresolved_directions']; "
-            "docs/prior.md).",
+            "collinear along it, check those intervals: refit with Prior(Lambda=bd.release_lambda(stats)) and "
+            "report the wider (idata.posterior.attrs['unresolved_directions']; docs/prior.md).",
             UnresolvedDirectionWarning,
             stacklevel=4,
         )
