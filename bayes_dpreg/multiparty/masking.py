@@ -703,7 +703,7 @@ def vertical_mask(
         BtB,
         ridge_rhs,
     )
-    seeds = {"seed": seed, "public": public_seed, "parties": tuple(party_seeds)}
+    seeds: dict[str, int | tuple[int, ...]] = {"seed": seed, "public": public_seed, "parties": tuple(party_seeds)}
     return problem, VerticalKeys(col, orders, gammas, A0, B, C, r, noisy, responses, seeds)
 
 
