@@ -94,7 +94,7 @@ def test_fit_warns_for_heterogeneous_parties_and_records_the_check(tmp_path):
             idata = bd.fit(stats, "normalx-nuts", num_warmup=20, num_samples=20)
     assert idata.posterior.attrs["party_dispersion"] > 2
     write_report(tmp_path / "r.html", idata)
-    assert "Parties: the released S~_j spread" in (tmp_path / "r.md").read_text()
+    assert "Parties: the released S̃ⱼ spread" in (tmp_path / "r.md").read_text()
     with warnings.catch_warnings():  # fixeds does not pool S_j across parties: no check
         warnings.simplefilter("error", bd.HeterogeneityWarning)
         idata = bd.fit(stats, "fast")
