@@ -8,8 +8,8 @@ on the way in and out.
   package. Nested public calls (``compare`` calling ``fit``) re-issue once, at the outermost.
   ArviZ's import-time notice of its coming refactor (a ``FutureWarning`` about ArviZ, not about
   the user's call) is dropped.
-* **float64** for the call (:func:`jax.enable_x64`; the caller's setting is restored).
-* **No LAPACK deadlock** (:func:`bayes_dpreg.threads.lapack_guard`).
+* **float64** and **no LAPACK deadlock** for the call (:func:`bayes_dpreg.precision.x64`:
+  :func:`jax.enable_x64` and :func:`bayes_dpreg.threads.lapack_guard`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import threading
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from .precision import x64
 
 __all__ = ["public"]
 
@@ -47,22 +49,19 @@ def _reissue(caught: list[warnings.WarningMessage], frame: Any) -> None:
 
 def public(fn: F) -> F:
     """Wrap a public function (module docstring)."""
+    computing = x64(fn)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        import jax
-
-        from .threads import lapack_guard
-
         if getattr(_local, "depth", 0):
-            return fn(*args, **kwargs)
+            return computing(*args, **kwargs)
         frame = sys._getframe(1)
         _local.depth = 1
         caught: list[warnings.WarningMessage] = []
         try:
-            with warnings.catch_warnings(record=True) as caught, jax.enable_x64(True), lapack_guard():
+            with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                return fn(*args, **kwargs)
+                return computing(*args, **kwargs)
         finally:
             _local.depth = 0
             _reissue(caught, frame)

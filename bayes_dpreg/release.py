@@ -632,8 +632,9 @@ class _Exact(NamedTuple):
 
     def on_grid(self, k_S: int, k_z: int) -> tuple[np.ndarray, np.ndarray, float]:
         """``(S, z, y^T y)`` rounded exactly to the grids ``2^k_S`` (``S``) and ``2^k_z`` (``z``, ``y^T y``)."""
-        S = self.gram.split(self.gram.on_grid(k_S))[0]
-        _, z, yy = self.gram.split(self.gram.on_grid(k_z))
+        S, z, yy = self.gram.split(self.gram.on_grid(k_z))
+        if k_S != k_z:  # the split calibration: S on its own grid
+            S = self.gram.split(self.gram.on_grid(k_S))[0]
         return S, z, yy
 
 

@@ -40,15 +40,27 @@ def coefficient_table(
     ``reference`` adds columns of point values, e.g. ``{"OLS": beta_ols}``.
     A point estimate (one draw) gets ``nan`` sd and interval.
     """
+    names = [str(c) for c in idata.posterior["theta"].coords["coef"].values]
+    return _summary_rows(idata, "theta", names, prob, reference, diagnostics)
+
+
+def _summary_rows(
+    idata: az.InferenceData,
+    var: str,
+    labels: list[str],
+    prob: float,
+    reference: Mapping[str, Sequence[float]] | None = None,
+    diagnostics: bool = True,
+) -> list[dict[str, float | str]]:
+    """:func:`coefficient_table`'s rows for the posterior variable ``var`` (one row per label)."""
     if not 0 < prob < 1:
         raise ValueError(f"prob must lie in (0, 1), got {prob}")
-    theta = idata.posterior["theta"]
-    names = [str(c) for c in theta.coords["coef"].values]
-    draws = theta.values.reshape(-1, len(names))
+    da = idata.posterior[var]
+    draws = da.values.reshape(-1, len(labels))
     lo_q, hi_q = (1 - prob) / 2, 1 - (1 - prob) / 2
     many = draws.shape[0] > 1
     rows = []
-    for k, name in enumerate(names):
+    for k, name in enumerate(labels):
         row: dict[str, float | str] = {
             "coef": name,
             "mean": float(draws[:, k].mean()),
@@ -60,13 +72,13 @@ def coefficient_table(
             row[label] = float(values[k])
         rows.append(row)
     if diagnostics and "max_rhat" in idata.posterior.attrs:
-        ds = idata.posterior[["theta"]]
+        ds = idata.posterior[[var]]
         for key, value in (
             ("r_hat", az.rhat(ds, method="rank")),
             ("ess_bulk", az.ess(ds, method="bulk")),
             ("ess_tail", az.ess(ds, method="tail")),
         ):
-            for row, v in zip(rows, np.atleast_1d(value["theta"].values)):
+            for row, v in zip(rows, np.atleast_1d(value[var].values)):
                 row[key] = float(v)
     return rows
 
@@ -200,7 +212,7 @@ def _posterior_table(idata: az.InferenceData, prob: float) -> dict:
     """Mean, sd, central interval, R-hat and ESS of every coefficient and of ``sigma_y^2``."""
     rows = coefficient_table(idata, prob=prob)
     if "sigma2" in idata.posterior:
-        rows.append(_scalar_row(idata, "sigma2", "σ_y² (noise variance)", prob))
+        rows += _summary_rows(idata, "sigma2", ["σ_y² (noise variance)"], prob)
     pct = f"{100 * prob:g}%"
     diag = [k for k in ("r_hat", "ess_bulk", "ess_tail") if rows and k in rows[0]]
     keys = ["mean", "sd", "lower", "upper"]
@@ -217,22 +229,6 @@ def _posterior_table(idata: az.InferenceData, prob: float) -> dict:
         "header": ["parameter", "mean", "sd", f"{pct} lower", f"{pct} upper", *diag],
         "rows": body,
     }
-
-
-def _scalar_row(idata: az.InferenceData, name: str, label: str, prob: float) -> dict[str, float | str]:
-    x = idata.posterior[name].values
-    flat = x.ravel()
-    lo, hi = np.quantile(flat, [(1 - prob) / 2, (1 + prob) / 2])
-    row: dict[str, float | str] = {"coef": label, "mean": float(flat.mean()), "sd": float(flat.std(ddof=1))}
-    row.update(lower=float(lo), upper=float(hi))
-    if "max_rhat" in idata.posterior.attrs and x.shape[0] > 1:
-        ds = idata.posterior[[name]]
-        row.update(
-            r_hat=float(az.rhat(ds, method="rank")[name]),
-            ess_bulk=float(az.ess(ds, method="bulk")[name]),
-            ess_tail=float(az.ess(ds, method="tail")[name]),
-        )
-    return row
 
 
 def _unicode(text: str) -> str:
@@ -367,20 +363,22 @@ def _prior_posterior_figures(idata: az.InferenceData) -> list[dict]:
 
 
 def _resolution_tables(idata: az.InferenceData) -> list[dict]:
-    """The directions of the features the release does not resolve (:mod:`bayes_dpreg.resolution`)."""
-    from .resolution import resolution_summary, unresolved_directions
+    """The directions of the features the release does not resolve (:mod:`bayes_dpreg.resolution`),
+    one row each; the verdict itself is among the section's notes (:func:`_method_notes`)."""
+    from .resolution import unresolved_directions
 
-    at = idata.posterior.attrs
-    if "unresolved_directions" not in at:
-        return []
     dirs = unresolved_directions(idata)
-    caption = (resolution_summary(at) or "").split("\n")[0]
     if not dirs:
         return []
     rows = [
         [r["combination"], _num(r["variance"]), _num(r["posterior_sd"]), _num(r["prior_sd"]), f"{r['data_share']:.2f}"]
         for r in dirs
     ]
+    caption = (
+        "Combinations of the coefficients along directions of the features below the release noise: the "
+        "features' released variance there, the posterior and prior sd of the combination, and the share of its "
+        "prior variance the fit removed."
+    )
     header = ["combination of the coefficients", "released variance", "posterior sd", "prior sd", "data share"]
     return [{"caption": caption, "header": header, "rows": rows}]
 

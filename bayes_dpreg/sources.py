@@ -182,15 +182,23 @@ def _parquet_batches(path: Path, batch_rows: int) -> Iterator[Any]:
         yield from pf.iter_batches(batch_size=batch_rows, row_groups=[i], use_threads=False)
 
 
+def _csv_schema(path: Path) -> tuple[Any, list[str]]:
+    """The read options of a CSV file and its column names (``f0, f1, ...`` without a header),
+    from its first block."""
+    import pyarrow.csv as pcsv
+
+    read = pcsv.ReadOptions(autogenerate_column_names=not _csv_header(path), block_size=CSV_BLOCK, use_threads=False)
+    with pcsv.open_csv(path, read_options=read) as first:
+        return read, list(first.schema.names)
+
+
 def _csv_batches(path: Path) -> Iterator[Any]:
     """A CSV file in blocks of :data:`CSV_BLOCK` bytes, every column read as float64 (inferring
     the types from the first block would reject a later block that holds a decimal point)."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    read = pcsv.ReadOptions(autogenerate_column_names=not _csv_header(path), block_size=CSV_BLOCK, use_threads=False)
-    with pcsv.open_csv(path, read_options=read) as first:
-        names = first.schema.names
+    read, names = _csv_schema(path)
     convert = pcsv.ConvertOptions(column_types={c: pa.float64() for c in names}, strings_can_be_null=False)
     try:
         yield from pcsv.open_csv(path, read_options=read, convert_options=convert)
@@ -231,15 +239,21 @@ def _safe_arrow_message(exc: Exception, names: list[str] | None = None) -> str:
     return f"cannot read it as a numeric table ({what}; the offending row is not shown: it is private data)"
 
 
+def _response_name(names: list[str], y: Any) -> Any:
+    """The response column's name: ``y`` itself, or the name at index ``y`` (an error past the table)."""
+    if isinstance(y, (int, np.integer)) and not isinstance(y, bool):
+        if not -len(names) <= y < len(names):
+            raise ValueError(f"response column index {y} is out of range: the table has {len(names)} columns")
+        return names[y]
+    return y
+
+
 def _column_arrays(batch: Any, y: Any, columns: list[str] | None) -> tuple[np.ndarray, np.ndarray]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
     names = batch.schema.names
-    if isinstance(y, (int, np.integer)) and not isinstance(y, bool):
-        if not -len(names) <= y < len(names):
-            raise ValueError(f"response column index {y} is out of range: the table has {len(names)} columns")
-    y_name = names[y] if isinstance(y, (int, np.integer)) and not isinstance(y, bool) else y
+    y_name = _response_name(names, y)
     if y_name not in names:
         raise ValueError(f"no response column {y!r}; the table has {names}")
     feats = columns if columns is not None else [c for c in names if c != y_name]
@@ -270,12 +284,7 @@ def _schema_names(source: Any) -> list[str] | None:
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         if path.suffix.lower() == ".csv":
-            if not _csv_header(path):
-                return None
-            import pyarrow.csv as pcsv
-
-            with pcsv.open_csv(path, read_options=pcsv.ReadOptions(block_size=CSV_BLOCK)) as r:
-                return list(r.schema.names)
+            return _csv_schema(path)[1] if _csv_header(path) else None
         if path.is_dir():
             return list(ds.dataset(path, format="parquet").schema.names)
         return list(pq.ParquetFile(path).schema_arrow.names)
@@ -295,11 +304,7 @@ def feature_names(source: Any, y: Any = -1, columns: list[str] | None = None) ->
         return None
     if names is None:
         return None
-    y_name = (
-        names[y]
-        if isinstance(y, (int, np.integer)) and not isinstance(y, bool) and -len(names) <= y < len(names)
-        else y
-    )
+    y_name = _response_name(names, y)
     return [c for c in names if c != y_name]
 
 
@@ -318,9 +323,12 @@ def batches(
     if isinstance(source, (str, os.PathLike)) or type(source).__module__.startswith("pyarrow"):
         import pyarrow as pa
 
-        it = _path_batches(Path(source), batch_rows) if isinstance(source, (str, os.PathLike)) else None
+        if isinstance(source, (str, os.PathLike)):
+            it = _path_batches(Path(source), batch_rows)
+        else:
+            it = _arrow_batches(source, batch_rows)
         try:
-            for b in it if it is not None else _arrow_batches(source, batch_rows):
+            for b in it:
                 if b.num_rows:
                     yield _column_arrays(b, y, columns)
         except pa.ArrowException as exc:
