@@ -68,7 +68,7 @@ def centred_data(data: ModelData) -> ModelData:
 def reference(data: ModelData) -> IReference:
     """See the module docstring; ``omega`` uses the pooled ``Sigma_x`` estimate of the scatter reference."""
     cd = centred_data(data)
-    scatter = nn.reference(cd)
+    scatter = nn.reference(cd, rotate=False)
     d = cd.z_tilde.shape[-1]
     b0 = data.S_tilde[:, 0, 1:] / data.n[:, None]
     mu0 = (data.n[:, None] * b0).sum(0) / data.n.sum()
@@ -196,6 +196,7 @@ SAMPLER = Sampler(
     run=run,
     kind="mcmc",
     needs_wishart=True,
+    sigma_x_priors=("iw", "lkj"),
     needs_intercept=True,
     models_release_noise=True,
     num_warmup=500,

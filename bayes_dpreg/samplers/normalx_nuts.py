@@ -77,6 +77,8 @@ __all__ = [
     "KERNEL",
     "SAMPLER",
     "to_unconstrained",
+    "sigma_x_of",
+    "sigma_x_log_density",
     "settings",
     "run_nuts",
 ]
@@ -86,7 +88,7 @@ class NutsSettings(NamedTuple):
     """Static NUTS settings (part of the compilation key)."""
 
     num_warmup: int = 500
-    target_accept_prob: float = 0.8
+    target_accept_prob: float = 0.9
     max_tree_depth: int = 10
     dense_mass: str = "auto"  # "full", "level" (dense on v and log sigma2), "diagonal"; "auto": see _dense_mass
 
@@ -94,10 +96,11 @@ class NutsSettings(NamedTuple):
 class Reference(NamedTuple):
     """Data-based constants of the coordinates (a fixed affine map: no Jacobian)."""
 
-    v0: Array  # (p,) log-Cholesky vector of the pooled estimate of Sigma_x
+    v0: Array  # (p,) log-Cholesky vector of the pooled estimate of Sigma_x, in the frame Q
     v_scale: Array  # () expected posterior width of v
-    F0: Array  # (J, d, d) Cholesky factors of the data's estimate of each S_j
+    F0: Array  # (J, d, d) Cholesky factors of the data's estimate of each S_j, in the frame Q
     omega: Array  # (J, p) how far each coordinate of c_j is centred (0: non-centred, 1: centred)
+    Q: Array  # (d, d) orthogonal: the frame (eigenvectors of the pooled estimate, largest first)
 
 
 class NCState(NamedTuple):
@@ -113,9 +116,14 @@ def _tril_indices(d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return rows, cols, np.flatnonzero(rows == cols)
 
 
-def reference(data: ModelData) -> Reference:
+def reference(data: ModelData, rotate: bool = True) -> Reference:
     """Centre ``v`` at the pooled ``Sigma_x`` estimate; scale it by ``sqrt(1/n + r^2)``, ``r`` the
-    release noise of the pooled scatter relative to its mean diagonal. For the partial
+    release noise of the pooled scatter relative to its mean diagonal. The frame ``Q`` (``rotate``):
+    the eigenvectors of the pooled estimate, largest eigenvalue first, so that the Cholesky factor
+    of ``Q^T Sigma_x Q`` is nearly diagonal, its coordinates nearly independent, and a direction
+    the release cannot resolve is one coordinate (the last ones) rather than a combination of
+    many. ``Sigma_x -> Q^T Sigma_x Q`` preserves volume, so the frame changes the geometry, not
+    the density. For the partial
     centring of the ``c_j`` (:func:`unpack`): ``S0_j = nearestPSD(S~_j) + 2 sqrt(d) sigma_S,j I``
     (within the noise of ``S_j``, positive definite) and
     ``omega_j,ik = 1 / (1 + rho_j,ik)``, ``rho`` the release-noise variance of the whitened entry
@@ -125,12 +133,27 @@ def reference(data: ModelData) -> Reference:
     Sx0 = pooled_covariance(data.S_tilde.sum(0), n, jnp.max(data.sigma_S))
     noise = jnp.sqrt((data.sigma_S**2).sum()) / (n * jnp.trace(Sx0) / d)
     eye = jnp.eye(d, dtype=Sx0.dtype)
+    Q = jnp.linalg.eigh(Sx0)[1][:, ::-1] if rotate else eye
+    Sx0 = _to_frame(Sx0, Q)
     S0 = nearest_psd(data.S_tilde) + (2.0 * jnp.sqrt(d) * data.sigma_S + 1e-9 * data.n)[:, None, None] * eye
     rows, cols, _ = _tril_indices(d)
     Linv = jax.scipy.linalg.solve_triangular(jnp.linalg.cholesky(Sx0), eye, lower=True)
     q = (Linv**2).sum(-1)
     rho = data.sigma_S[:, None] ** 2 * q[rows] * q[cols] / (data.n[:, None] * (1.0 + (rows == cols)))
-    return Reference(log_cholesky(Sx0), jnp.sqrt(1.0 / n + noise**2), jnp.linalg.cholesky(S0), 1.0 / (1.0 + rho))
+    F0 = jnp.linalg.cholesky(_to_frame(S0, Q))
+    return Reference(log_cholesky(Sx0), jnp.sqrt(1.0 / n + noise**2), F0, 1.0 / (1.0 + rho), Q)
+
+
+def _to_frame(A: Array, Q: Array) -> Array:
+    """``Q^T A Q`` (batched), symmetrised."""
+    B = Q.T @ A @ Q
+    return 0.5 * (B + jnp.swapaxes(B, -1, -2))
+
+
+def _from_frame(A: Array, Q: Array) -> Array:
+    """``Q A Q^T`` (batched), symmetrised."""
+    B = Q @ A @ Q.T
+    return 0.5 * (B + jnp.swapaxes(B, -1, -2))
 
 
 def _c_of(xv: Array, F: Array, data: ModelData, ref: Reference) -> Array:
@@ -149,8 +172,9 @@ def _c_scale(data: ModelData, d: int) -> Array:
 
 
 def unpack(z: dict, data: ModelData, ref: Reference) -> tuple[Array, Array, Array, Array]:
-    """``(L, R, S, sigma2)`` from the unconstrained coordinates: ``Sigma_x = L L^T``,
-    ``S_j = (L R_j)(L R_j)^T``.
+    """``(L, R, S, sigma2)`` from the unconstrained coordinates: ``Sigma_x = Q L L^T Q^T``,
+    ``S_j = Q (L R_j)(L R_j)^T Q^T`` (``L`` and ``R_j`` live in the frame ``Q``, ``S_j`` is returned
+    in the features' frame).
 
     The Bartlett coordinates of ``R_j`` are ``c_j = z_c,j + omega_j * h_j(z_v)`` (elementwise),
     ``h_j(z_v)`` those of the data's estimate ``S0_j`` in the frame of ``L(z_v)``: with
@@ -166,7 +190,12 @@ def unpack(z: dict, data: ModelData, ref: Reference) -> tuple[Array, Array, Arra
     c = z["c"] + ref.omega * _c_of(z["v"], ref.F0, data, ref)
     R = jnp.sqrt(data.n)[:, None, None] * from_log_cholesky(c * _c_scale(data, d), d)
     F = L @ R
-    return L, R, F @ jnp.swapaxes(F, -1, -2), jnp.exp(z["ls2"])
+    return L, R, _from_frame(F @ jnp.swapaxes(F, -1, -2), ref.Q), jnp.exp(z["ls2"])
+
+
+def sigma_x_of(L: Array, ref: Reference) -> Array:
+    """``Sigma_x = Q L L^T Q^T`` from :func:`unpack`'s factor."""
+    return _from_frame(L @ L.T, ref.Q)
 
 
 def log_density(z: dict, data: ModelData, pr: ResolvedPrior, ref: Reference) -> Array:
@@ -182,17 +211,25 @@ def log_density(z: dict, data: ModelData, pr: ResolvedPrior, ref: Reference) -> 
     equal to the model's density plus a numerically differentiated log-Jacobian."""
     L, R, S, sigma2 = unpack(z, data, ref)
     return (
-        sigma_x_log_density(L, pr)
+        sigma_x_log_density(L, pr, ref.Q)
         + wishart_log_density(R, data.n)
         + observed_log_density(S, sigma2, z["ls2"], data, pr)
     )
 
 
-def sigma_x_log_density(L: Array, pr: ResolvedPrior) -> Array:
-    """``IW(Sigma_x; Lambda, kappa)`` times the Jacobian of ``Sigma_x = L L^T`` (log-diagonal
-    ``L``): ``-sum_i (kappa + i) log L_ii - ||L^{-1} chol(Lambda)||_F^2 / 2``, constants dropped."""
-    i = jnp.arange(L.shape[-1])
-    Linv_Lam = jax.scipy.linalg.solve_triangular(L, jnp.linalg.cholesky(jnp.asarray(pr.Lambda)), lower=True)
+def sigma_x_log_density(L: Array, pr: ResolvedPrior, Q: Array | None = None) -> Array:
+    """``Sigma_x``'s prior at ``Sigma_x = Q L L^T Q^T`` times the Jacobian of ``L L^T`` in its
+    log-diagonal Cholesky coordinates, ``sum_i (d - i + 1) log L_ii`` (the frame ``Q``, orthogonal,
+    has unit Jacobian; ``None``: the identity). For ``IW(Lambda, kappa)`` in closed form:
+    ``-sum_i (kappa + i) log L_ii - ||L^{-1} chol(Q^T Lambda Q)||_F^2 / 2``, constants dropped."""
+    d = L.shape[-1]
+    i = jnp.arange(d)
+    Q = jnp.eye(d, dtype=L.dtype) if Q is None else Q
+    if pr.eta is not None:
+        log_jacobian = ((d - i + 1.0) * jnp.log(jnp.diagonal(L))).sum()
+        return prior_dist(pr, "Sigma_x").log_prob(_from_frame(L @ L.T, Q)) + log_jacobian
+    Lam = _to_frame(jnp.asarray(pr.Lambda), Q)
+    Linv_Lam = jax.scipy.linalg.solve_triangular(L, jnp.linalg.cholesky(Lam), lower=True)
     return -((pr.kappa + i) * jnp.log(jnp.diagonal(L))).sum() - 0.5 * (Linv_Lam**2).sum()
 
 
@@ -221,8 +258,8 @@ def observed_log_density(S: Array, sigma2: Array, ls2: Array, data: ModelData, p
 
 def to_unconstrained(Sigma_x: Array, S: Array, sigma2: Array, data: ModelData, ref: Reference) -> dict:
     """The inverse of :func:`unpack` (for tests and for starting values)."""
-    xv = (log_cholesky(Sigma_x) - ref.v0) / ref.v_scale
-    c = _c_of(xv, jnp.linalg.cholesky(S), data, ref)
+    xv = (log_cholesky(_to_frame(Sigma_x, ref.Q)) - ref.v0) / ref.v_scale
+    c = _c_of(xv, jnp.linalg.cholesky(_to_frame(S, ref.Q)), data, ref)
     return {"v": xv, "c": c - ref.omega * _c_of(xv, ref.F0, data, ref), "ls2": jnp.log(sigma2)}
 
 
@@ -284,10 +321,11 @@ def step(state: NCState, data: ModelData, pr: ResolvedPrior, settings: NutsSetti
 def draws(state: NCState, data: ModelData, pr: ResolvedPrior, key: Array) -> dict:
     """``Sigma_x``, ``S``, ``sigma2`` of the state and ``theta`` from its exact conditional (eq. 12)."""
     L, _, S, sigma2 = unpack(state.hmc.z, data, state.ref)
+    Sigma_x = sigma_x_of(L, state.ref)
     post = theta_conditional(
         S, data.z_tilde, sigma2, data.sigma_z**2, jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C))
     )
-    return {"theta": post.sample(key), "sigma2": sigma2, "Sigma_x": L @ L.T, "S": S}
+    return {"theta": post.sample(key), "sigma2": sigma2, "Sigma_x": Sigma_x, "S": S}
 
 
 def info(state: NCState) -> dict:
@@ -332,7 +370,7 @@ def run_nuts(
     num_samples: int,
     num_warmup: int,
     *,
-    target_accept_prob: float = 0.8,
+    target_accept_prob: float = 0.9,
     max_tree_depth: int = 10,
     dense_mass: str = "auto",
     thinning: int = 1,
@@ -391,6 +429,7 @@ SAMPLER = Sampler(
     run=run,
     kind="mcmc",
     needs_wishart=True,
+    sigma_x_priors=("iw", "lkj"),
     centred_features=True,
     models_release_noise=True,
     num_warmup=500,
