@@ -239,7 +239,9 @@ def _submodel_prior(pr: Any, mask: np.ndarray) -> Any:
 
     keep = mask.astype(float)
     C = np.asarray(pr.C) * np.outer(keep, keep) + np.diag(1e-10 * np.diag(pr.C) * (1.0 - keep))
-    return Prior(m=np.asarray(pr.m) * keep, C=C, a=pr.a, b=pr.b, Lambda=np.asarray(pr.Lambda), kappa=pr.kappa)
+    return Prior(
+        m=np.asarray(pr.m) * keep, C=C, a=pr.a, b=pr.b, Lambda=np.asarray(pr.Lambda), kappa=pr.kappa, Sigma_x_prior="iw"
+    )
 
 
 @public
@@ -264,12 +266,15 @@ def normalx_evidence(
     proposal covers ``J d (d + 1) / 2 + 1`` coordinates. Tested against brute-force
     integration (``d = 1``) and, through the same bridge code, against the fixed-S closed form.
     Returns ``(BridgeResult, idata)``: the estimate with its approximate standard deviation
-    (``error``), and the fit (for ``az.loo`` and diagnostics)."""
+    (``error``), and the fit (for ``az.loo`` and diagnostics). ``Sigma_x``'s prior is the
+    inverse-Wishart (``Sigma_x_prior="auto"`` means ``"iw"`` here): the conjugate identity that
+    integrates it out needs it."""
     from .bridge import bridge_sampling
     from .hierarchical import model_data
-    from .inference import fit
+    from .inference import fit, resolve_prior
     from .release import as_stats_list, stack_stats
 
+    prior = resolve_prior(prior).for_families(("iw",), "normalx evidence")
     pr, _, names, _, _, _ = _setup(stats, prior, coef_names)
     mask = _feature_mask(features, names)
     data = model_data(stack_stats(as_stats_list(stats)))

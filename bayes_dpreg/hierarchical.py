@@ -97,6 +97,56 @@ def upper(S: Array) -> Array:
 PRIOR_SITES = ("theta", "sigma2", "Sigma_x")
 
 
+class ScaledLKJ(dist.Distribution):
+    r"""The separation-strategy prior of ``Sigma_x`` (Barnard, McCulloch & Meng 2000):
+    ``Sigma_x = D R D`` with ``D = diag(s)``, ``log s_k ~ N(log Lambda_kk / 2, scale_sd^2)``
+    independently and the correlation matrix ``R ~ LKJ(eta)`` (Lewandowski, Kurowicka & Joe 2009).
+
+    Unlike ``IW(Lambda, d + 1)``, whose variance along a direction ``u`` is
+    ``u^T Lambda u / chi2_2`` (a direction 100 times smaller than the features' own variance has
+    prior probability about ``e^{-50}``), the scales and the correlations are independent, and
+    ``LKJ(1)`` is uniform over correlation matrices: nearly collinear features keep polynomial
+    prior mass. The density, with the Jacobian ``|d Sigma / d(s, R)| = 2^d prod_k s_k^d``:
+
+    .. math::
+        \log p(\Sigma) = \sum_k [\log N(\log s_k; \mu_k, \tau^2) - (d + 1) \log s_k]
+        + \log \mathrm{LKJ}(R; \eta) - d \log 2,\qquad s_k = \Sigma_{kk}^{1/2}.
+    """
+
+    arg_constraints: dict[str, Any] = {}
+    support = dist.constraints.positive_definite
+    pytree_data_fields = ("loc", "eta", "scale_sd")
+
+    def __init__(self, Lambda: Array, eta: Array | float = 1.0, scale_sd: Array | float = 1.0) -> None:
+        self.loc = 0.5 * jnp.log(jnp.diagonal(jnp.asarray(Lambda), axis1=-2, axis2=-1))
+        self.eta, self.scale_sd = jnp.asarray(eta), jnp.asarray(scale_sd)
+        d = self.loc.shape[-1]
+        super().__init__(batch_shape=self.loc.shape[:-1], event_shape=(d, d), validate_args=False)
+
+    def _lkj(self) -> dist.LKJ | None:
+        d = self.event_shape[-1]
+        return dist.LKJ(d, self.eta, validate_args=False) if d > 1 else None
+
+    def sample(self, key: Array, sample_shape: tuple[int, ...] = ()) -> Array:
+        k_s, k_r = jax.random.split(key)
+        shape = sample_shape + self.batch_shape
+        s = jnp.exp(self.loc + self.scale_sd * jax.random.normal(k_s, shape + self.loc.shape[-1:], self.loc.dtype))
+        lkj = self._lkj()
+        R = jnp.ones(shape + (1, 1), self.loc.dtype) if lkj is None else lkj.sample(k_r, shape)
+        return s[..., :, None] * R * s[..., None, :]
+
+    def log_prob(self, value: Array) -> Array:
+        d = self.event_shape[-1]
+        log_s = 0.5 * jnp.log(jnp.diagonal(value, axis1=-2, axis2=-1))
+        log_scales = dist.Normal(self.loc, self.scale_sd, validate_args=False).log_prob(log_s)
+        out = (log_scales - (d + 1.0) * log_s).sum(-1) - d * jnp.log(2.0)
+        lkj = self._lkj()
+        if lkj is not None:
+            s = jnp.exp(log_s)
+            out = out + lkj.log_prob(value / (s[..., :, None] * s[..., None, :]))
+        return out
+
+
 def prior_dist(pr: ResolvedPrior, name: str) -> dist.Distribution:
     """The prior of one of ``theta``, ``sigma2``, ``Sigma_x`` (eq. 4 and Fig. 1): ``N(m, C)``,
     ``IG(a, b)``, ``IW(Lambda, kappa)``. Densities that need one factor build only that one
@@ -106,6 +156,8 @@ def prior_dist(pr: ResolvedPrior, name: str) -> dist.Distribution:
     if name == "sigma2":
         return dist.InverseGamma(pr.a, pr.b, **_NO_CHECK)
     if name == "Sigma_x":
+        if pr.eta is not None:
+            return ScaledLKJ(jnp.asarray(pr.Lambda), pr.eta, 1.0 if pr.scale_sd is None else pr.scale_sd)
         return dist.InverseWishart(pr.kappa, scale_matrix=jnp.asarray(pr.Lambda), **_NO_CHECK)
     raise KeyError(f"no prior factor {name!r}; the factors are {PRIOR_SITES}")
 
@@ -118,6 +170,11 @@ def prior_dists(pr: ResolvedPrior) -> dict[str, dist.Distribution]:
 def sigma_x_conditional(S_sum: Array, n_total: Array, pr: ResolvedPrior) -> dist.InverseWishart:
     """``Sigma_x | S_{1:J} ~ IW(Lambda + sum_j S_j, kappa + sum_j n_j)`` (eq. 11): the conjugate
     update of :func:`prior_dists`' inverse-Wishart by the parties' Wishart ``S_j``."""
+    if pr.eta is not None:
+        raise ValueError(
+            "this computation uses the inverse-Wishart's conjugate update of Sigma_x: give the prior "
+            "Sigma_x_prior='iw' (the separation prior 'lkj' has no conjugate update)"
+        )
     return dist.InverseWishart(pr.kappa + n_total, scale_matrix=jnp.asarray(pr.Lambda) + S_sum, **_NO_CHECK)
 
 

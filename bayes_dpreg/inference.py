@@ -179,7 +179,7 @@ def fit(
     d = st.d
     intercept = _check_statistics(sampler, stats, d, st.n)
     names = _coef_names(coef_names, stats, intercept, d)
-    prior_obj = resolve_prior(prior)
+    prior_obj = resolve_prior(prior).for_families(sampler.sigma_x_priors, sampler.name)
     scales = prior_scales(st)
     pr = prior_obj.resolve_intercept(d - 1, scales) if sampler.needs_intercept else prior_obj.resolve(d, scales)
     unknown = set(options) - set(sampler.options)
@@ -358,8 +358,9 @@ def _warn_if_unresolved(sampler: Sampler, idata: az.InferenceData, st: Any, pr: 
             f"method {sampler.name!r}: along {len(borrowed)} direction(s) of the features the release noise "
             f"(variance {res.noise:.3g} per row) swamps the signal, yet the fit narrows the interval of {combos} "
             f"well below the prior's: that information comes from {source}. If the features may be nearly "
-            "collinear along it, check those intervals: refit with Prior(Lambda=bd.release_lambda(stats)) and "
-            "report the wider (idata.posterior.attrs['unresolved_directions']; docs/prior.md).",
+            "collinear along it, check those intervals: refit with a Sigma_x prior that allows more collinearity "
+            "(Prior(eta=1.0); under an inverse-Wishart, Prior(Lambda=bd.release_lambda(stats))) and report the "
+            "wider (idata.posterior.attrs['unresolved_directions']; docs/prior.md).",
             UnresolvedDirectionWarning,
             stacklevel=4,
         )

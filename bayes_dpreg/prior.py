@@ -42,6 +42,9 @@ __all__ = [
 Scalar_or_matrix = float | list | np.ndarray | str
 
 AUTO = "auto"
+SIGMA_X_PRIORS = ("auto", "iw", "lkj")
+DEFAULT_SIGMA_X_PRIOR = "lkj"
+"""What ``Sigma_x_prior="auto"`` means where the method can take it (``docs/prior.md``)."""
 
 
 class PriorScales(NamedTuple):
@@ -110,7 +113,14 @@ def describe_prior(pr: ResolvedPrior, names: list[str], intercept: bool = False)
         if np.allclose(lam, np.diag(np.diag(lam)))
         else "a full matrix"
     )
-    sigma_x = f"Σ_x ~ IW({scale}, κ = {_g(pr.kappa)}) over the features {', '.join(feats)}"
+    if pr.eta is not None:
+        sds = ", ".join(_g(v) for v in np.sqrt(np.diag(lam)))
+        sigma_x = (
+            f"Σ_x = D R D over the features {', '.join(feats)}, with log D_kk ~ N(log({sds}), "
+            f"{_g(pr.scale_sd or 1.0)}²) and the correlations R ~ LKJ({_g(pr.eta)})"
+        )
+    else:
+        sigma_x = f"Σ_x ~ IW({scale}, κ = {_g(pr.kappa)}) over the features {', '.join(feats)}"
     return f"{theta}; σ_y² ~ IG({_g(pr.a)}, {_g(pr.b)}); {sigma_x}."
 
 
@@ -162,6 +172,8 @@ class ResolvedPrior(NamedTuple):
     nig_precision: np.ndarray
     mu_x: np.ndarray | None = None  # (d,) prior mean of the feature mean (intercept model)
     mu_x_cov: np.ndarray | None = None  # (d, d)
+    eta: float | None = None  # Sigma_x ~ ScaledLKJ(Lambda, eta, scale_sd); None: IW(Lambda, kappa)
+    scale_sd: float | None = None
 
 
 @dataclass(frozen=True)
@@ -178,8 +190,14 @@ class Prior:
 
     * ``m = 0``, ``C = "auto"``: ``C = diag(y_bound^2 / (4 d E[x_k^2]))``;
     * ``a = 1``, ``b = "auto"``: ``sigma_y^2 ~ IG(1, (y_bound/20)^2)``;
-    * ``Lambda = "auto"``: ``diag(E[x_k^2])``; ``kappa = d + 1`` (``None``): the
-      vaguest proper inverse-Wishart;
+    * ``Sigma_x_prior = "auto"``: ``"iw"`` where ``kappa`` is given, else the separation prior
+      ``"lkj"`` where the method takes it
+      (``normalx-nuts``, ``normalx-intercept``): ``Sigma_x = D R D``, ``log D_kk ~
+      N(log Lambda_kk / 2, scale_sd^2)``, ``R ~ LKJ(eta)``, ``eta = 2``, ``scale_sd = 1``
+      (:class:`~bayes_dpreg.hierarchical.ScaledLKJ`); ``"iw"`` for the paper's Gibbs samplers,
+      whose conjugate update needs ``IW(Lambda, kappa)``;
+    * ``Lambda = "auto"``: ``diag(E[x_k^2])`` (the scales' centre under ``"lkj"``); ``kappa = d + 1``
+      (``None``, ``"iw"`` only): the vaguest proper inverse-Wishart;
     * ``nig_precision = None``: ``Lambda_0 = C^{-1}`` for the conjugate reference.
     * ``mu_x = 0``, ``mu_x_cov = 10 I``: the feature mean ``x_i ~ N(mu_x, Sigma_x)`` of the
       intercept model (App. B.2); with an intercept, ``m``, ``C`` and ``nig_precision`` are
@@ -197,8 +215,17 @@ class Prior:
     nig_precision: Scalar_or_matrix | None = None
     mu_x: Scalar_or_matrix = 0.0
     mu_x_cov: Scalar_or_matrix = 10.0
+    Sigma_x_prior: str = AUTO
+    eta: float = 2.0
+    scale_sd: float = 1.0
 
     def __post_init__(self) -> None:
+        if self.Sigma_x_prior not in SIGMA_X_PRIORS:
+            raise ValueError(f"prior Sigma_x_prior must be one of {SIGMA_X_PRIORS}, got {self.Sigma_x_prior!r}")
+        for name in ("eta", "scale_sd"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise ValueError(f"prior {name} must be a finite number > 0, got {v!r}")
         for name in ("a", "b"):
             v = getattr(self, name)
             if name == "b" and v == AUTO:
@@ -215,6 +242,28 @@ class Prior:
                     + (" or 'auto'" if name in ("C", "Lambda") else "")
                     + f", got {v!r}"
                 )
+
+    @property
+    def sigma_x_family(self) -> str:
+        """``"iw"`` or ``"lkj"``: ``Sigma_x_prior`` with ``"auto"`` made concrete: ``"iw"`` where
+        ``kappa`` (the inverse-Wishart's degrees of freedom) is given, else ``"lkj"``."""
+        if self.Sigma_x_prior != AUTO:
+            return self.Sigma_x_prior
+        return "iw" if self.kappa is not None else DEFAULT_SIGMA_X_PRIOR
+
+    def for_families(self, families: tuple[str, ...], method: str) -> Prior:
+        """This prior with ``Sigma_x_prior="auto"`` made concrete for a method whose model takes the
+        ``families`` (the first that is the default, else ``families[0]``); an explicit family the
+        method cannot take is a clear error."""
+        if self.Sigma_x_prior == AUTO:
+            family = self.sigma_x_family if self.sigma_x_family in families else families[0]
+            return replace(self, Sigma_x_prior=family)
+        if self.Sigma_x_prior not in families:
+            raise ValueError(
+                f"method {method!r} needs Sigma_x_prior in {families} (its algorithm uses the inverse-Wishart's "
+                f"conjugacy), got {self.Sigma_x_prior!r}"
+            )
+        return self
 
     @property
     def is_auto(self) -> bool:
@@ -282,6 +331,8 @@ class Prior:
             Lambda=_spd("Lambda", self.Lambda, d),
             kappa=kappa,
             nig_precision=nig,
+            eta=float(self.eta) if self.sigma_x_family == "lkj" else None,
+            scale_sd=float(self.scale_sd) if self.sigma_x_family == "lkj" else None,
         )
 
     def resolve_intercept(self, d: int, scales: PriorScales | None = None) -> ResolvedPrior:
@@ -301,6 +352,8 @@ class Prior:
         return full._replace(
             Lambda=feat_pr.Lambda,
             kappa=feat_pr.kappa,
+            eta=feat_pr.eta,
+            scale_sd=feat_pr.scale_sd,
             mu_x=_vector("mu_x", self.mu_x, d),
             mu_x_cov=_spd("mu_x_cov", self.mu_x_cov, d),
         )

@@ -223,16 +223,21 @@ def _releases(X: np.ndarray, y: np.ndarray, J: int, eps: float, s_noise: Any, ki
 
 
 def oracle_prior(cell: dict[str, Any], rep: int, seed: int) -> Any:
-    """The default prior with the generating ``Sigma_x`` prior (``None`` where it is not an inverse
-    Wishart the sampler can take): the paper's ``IW(V^T V, d + 1)``, the ``iw`` cells' ``IW(I, d + 1)``."""
+    """The default prior with the generating ``Sigma_x`` prior (``None`` where the sampler cannot take
+    it): the paper's ``IW(V^T V, d + 1)``, the ``iw`` cells' ``IW(I, d + 1)``, the ``lkj`` cells'
+    LKJ(1) correlation with scales ``exp(N(0, 1))`` (``Prior(Sigma_x_prior="lkj", Lambda=1, eta=1,
+    scale_sd=1)``)."""
     import bayes_dpreg as bd
     from bayes_dpreg.data import paper_scale_matrix
 
     if cell["suite"] == "paper":
         s_data, _, _ = streams(cell, rep, seed)
-        return bd.Prior(Lambda=paper_scale_matrix(cell["d"], np.random.default_rng(s_data)), kappa=cell["d"] + 1.0)
+        return bd.Prior(Lambda=paper_scale_matrix(cell["d"], np.random.default_rng(s_data)), kappa=cell["d"] + 1.0,
+                        Sigma_x_prior="iw")
     if cell["suite"] == "correlated" and cell["family"] == "iw":
-        return bd.Prior(Lambda=np.eye(cell["d"]), kappa=cell["d"] + 1.0)
+        return bd.Prior(Lambda=np.eye(cell["d"]), kappa=cell["d"] + 1.0, Sigma_x_prior="iw")
+    if cell["suite"] == "correlated":
+        return bd.Prior(Lambda=1.0, Sigma_x_prior="lkj", eta=1.0, scale_sd=1.0)
     return None
 
 

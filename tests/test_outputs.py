@@ -5,6 +5,7 @@ with help on every argument, a report with the method's own verdicts that refuse
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 import warnings
@@ -55,7 +56,7 @@ def test_csv_header_names_reach_the_fit_the_cli_table_and_the_report(released, c
     html = tmp / "r.html"
     assert main(["report", str(nc), "-o", str(html), "--stats", *files]) == 0
     page, md = html.read_text(), html.with_suffix(".md").read_text()
-    for text in (page, md):
+    for text in (re.sub(r"base64,[A-Za-z0-9+/=]+", "base64,", t) for t in (page, md)):  # words, not image bytes
         assert all(nm in text for nm in NAMES) and "theta_0" not in text and "theta[" not in text
         assert "σ_y²" in text and "Divergent transitions" in text and "elpd_diff" in text and "dse" in text
         assert "central 90%" in text and "HDI" not in text

@@ -77,7 +77,9 @@ class Sampler:
     with ``st`` the stacked statistics and ``pr`` the resolved prior.
     ``kind``: ``"mcmc"`` (R-hat/ESS are checked), ``"exact"`` (independent draws) or
     ``"point"`` (one point estimate). ``mechanisms``: the releases it accepts.
-    ``needs_wishart``: models ``S_j ~ W(Sigma_x, n_j)`` (``n_j > d + 1``).
+    ``needs_wishart``: models ``S_j ~ W(Sigma_x, n_j)`` (``n_j > d + 1``); ``sigma_x_priors``: the
+    priors of ``Sigma_x`` its algorithm takes (``Prior.Sigma_x_prior``; ``"auto"`` picks ``"lkj"``
+    where listed).
     ``centred_features``: models zero-mean features (rejects ``intercept=True`` releases);
     ``needs_intercept``: needs them (its prior has ``d + 1`` coefficients).
     ``models_release_noise``: the posterior accounts for the noise in ``S~_j`` (the
@@ -93,6 +95,7 @@ class Sampler:
     kind: str = "mcmc"
     mechanisms: tuple[str, ...] = ("ssp", "bs")
     needs_wishart: bool = False
+    sigma_x_priors: tuple[str, ...] = ("iw",)
     centred_features: bool = False
     needs_intercept: bool = False
     models_release_noise: bool = False
