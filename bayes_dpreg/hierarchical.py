@@ -3,7 +3,8 @@
 :func:`normalx_model` is the hierarchical model with ``z`` integrated out (eq. 10):
 
 .. math::
-    \\theta \\sim N(m, C),\\quad \\sigma_y^2 \\sim IG(a, b),\\quad \\Sigma_x \\sim IW(\\Lambda, \\kappa),\\\\
+    \\theta \\sim N(m, C),\\quad \\sigma_y^2 \\sim IG(a, b),\\quad \\Sigma_x \\sim IW(\\Lambda, \\kappa)
+    \\ \\text{or}\\ \\mathrm{ScaledLKJ},\\\\
     S_j \\mid \\Sigma_x \\sim W(\\Sigma_x, n_j),\\quad
     \\tilde S_{j,kl} \\mid S_j \\sim N(S_{j,kl}, \\sigma_{S,j}^2)\\ (k \\le l),\\\\
     \\tilde z_j \\mid S_j, \\theta, \\sigma_y^2 \\sim N(S_j\\theta, \\sigma_y^2 S_j + \\sigma_{z,j}^2 I).

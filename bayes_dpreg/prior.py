@@ -5,7 +5,9 @@ The hierarchical model (Alparslan et al. 2023, eqs. 4 and 10):
 
 * ``theta ~ N(m, C)``
 * ``sigma_y^2 ~ IG(a, b)`` (shape ``a``, scale ``b``)
-* ``Sigma_x ~ IW(Lambda, kappa)``
+* ``Sigma_x ~ IW(Lambda, kappa)`` (the paper's; ``Sigma_x_prior="iw"``), or this package's default,
+  the separation prior ``Sigma_x = D R D``, ``log D_kk ~ N(log Lambda_kk / 2, scale_sd^2)``,
+  ``R ~ LKJ(eta)`` (``"lkj"``, :class:`bayes_dpreg.hierarchical.ScaledLKJ`)
 * the conjugate non-private reference uses ``(theta, sigma_y^2) ~ NIG(m, Lambda_0, a, b)``,
   i.e. ``theta | sigma_y^2 ~ N(m, sigma_y^2 Lambda_0^{-1})``.
 
@@ -70,16 +72,17 @@ def prior_scales(stats: Any) -> PriorScales:
 
 
 def release_lambda(stats: Any) -> np.ndarray:
-    """A release-based ``Lambda`` for ``Sigma_x ~ IW(Lambda, kappa)``: the pooled estimate of
+    """A release-based ``Lambda`` for ``Sigma_x ~ IW(Lambda, kappa)`` (``Sigma_x_prior="iw"``): the pooled estimate of
     ``Sigma_x`` from the released statistics (``nearestPSD(sum_j S~_j) / n`` plus a ridge of the
     noise's size, :func:`bayes_dpreg.linalg.pooled_covariance`); post-processing, no privacy cost.
 
-    Where the default ``Lambda = diag(E[x_k^2])`` is too wide in a direction the release does not
-    resolve (nearly collinear features: :class:`~bayes_dpreg.diagnostics.PriorSensitivityWarning`),
-    ``Prior(Lambda=release_lambda(stats))`` lets the prior follow the features' covariance down to
-    what the noise resolves. Measured on the paper's simulation it lifted 90% coverage from
-    0.48-0.74 to 0.82-0.94, at up to twice the error of the posterior mean and with divergences in
-    40-90% of fits (``docs/prior.md``): a sensitivity check, not the default."""
+    Under the inverse-Wishart, ``Lambda = diag(E[x_k^2])`` is too wide in a direction the release
+    does not resolve (nearly collinear features); ``Prior(Sigma_x_prior="iw",
+    Lambda=release_lambda(stats))`` lets it follow the features' covariance down to what the noise
+    resolves. Measured on the paper's simulation it lifted 90% coverage from 0.48-0.74 to
+    0.82-0.94, at up to twice the error of the posterior mean and with divergences in 40-90% of fits
+    (``docs/prior.md``): a sensitivity check. The default separation prior reaches such directions
+    without it."""
     import jax.numpy as jnp
 
     from .linalg import pooled_covariance
@@ -293,8 +296,9 @@ class Prior:
           0.9975 and ``sigma_y > y_bound/60`` with 0.9999; the median is ``y_bound/17``.
           ``sigma_y^2`` enters only through ``z~_j``'s covariance
           ``sigma_y^2 S_j + sigma_z^2 I``, and the data inform it where it matters.
-        * ``Lambda = diag(E[x_k^2])`` with ``kappa = d + 1``: the vaguest proper
-          inverse-Wishart, with its mode ``Lambda/(2d + 2)`` below the features' scale.
+        * ``Lambda = diag(E[x_k^2])``: the centre of the feature scales of the separation prior
+          (``log D_kk ~ N(log Lambda_kk / 2, scale_sd^2)``, correlations ``LKJ(eta)``), or of
+          ``IW(Lambda, kappa)`` with ``kappa = d + 1`` under ``Sigma_x_prior="iw"``.
         """
         ms = np.asarray(scales.feature_ms, dtype=np.float64)
         if d is not None and ms.shape != (d,):

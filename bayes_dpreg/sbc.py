@@ -136,6 +136,11 @@ def sbc(
     sampler = get_sampler(method)
     if sampler.kernel is None or sampler.settings is None:
         raise ValueError(f"method {method!r} has no chain kernel to calibrate")
+    if pr.eta is not None and "lkj" not in sampler.sigma_x_priors:
+        raise ValueError(
+            f"method {method!r} takes Sigma_x_prior in {sampler.sigma_x_priors}, not the separation prior 'lkj': "
+            "resolve the prior from Prior(Sigma_x_prior='iw', ...)"
+        )
     J = len(n)
     d = pr.m.shape[0]
     settings, rest = sampler.settings(dict(options or {}), d, num_warmup)

@@ -49,11 +49,14 @@ def sbc() -> None:
     from bayes_dpreg.prior import Prior, prior_scales
     from bayes_dpreg.release import stack_stats
 
+    from bayes_dpreg.samplers import get as get_sampler
+
     stats = parties(d=4, J=3)
-    pr = Prior().resolve(4, prior_scales(stack_stats(stats)))
     n = np.array([s.n for s in stats])
     key = sbc_mod.jax.random.key(0)
     for method in ("normalx", "fixeds"):
+        prior = Prior().for_families(get_sampler(method).sigma_x_priors, method)
+        pr = prior.resolve(4, prior_scales(stack_stats(stats)))
         sbc_mod.sbc(key, method, pr, n, 20.0, 20.0, replications=40, num_draws=19, thin=1, num_warmup=50)
 
 

@@ -161,7 +161,7 @@ def test_clt_prior_draw_survives_a_tiny_sigma2():
 def test_invalid_statistics_are_projected_floored_and_counted():
     from bayes_dpreg.bernstein_sheldon import BSData, _conditional_draws
 
-    pr = bd.Prior(C=10.0, b=0.5, Lambda=1.0).resolve(2)
+    pr = bd.Prior(C=10.0, b=0.5, Lambda=1.0, Sigma_x_prior="iw").resolve(2)
     S = jnp.asarray([[[1.0, 3.0], [3.0, 1.0]], [[50.0, 0.0], [0.0, 50.0]]])  # party 0 indefinite
     z = jnp.asarray([[1.0, 0.0], [0.0, 1.0]])
     u = jnp.asarray([-100.0, 1.0])  # sum of y^2 negative: b_n < b0

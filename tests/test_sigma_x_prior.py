@@ -13,6 +13,7 @@ from bayes_dpreg import Prior
 from bayes_dpreg.hierarchical import ScaledLKJ, prior_dist
 from bayes_dpreg.linalg import from_log_cholesky
 from bayes_dpreg.samplers.normalx_nuts import sigma_x_log_density
+from bayes_dpreg.sbc import sbc
 
 
 def test_density_in_two_dimensions_is_the_change_of_variables():
@@ -89,3 +90,33 @@ def test_resolved_prior_records_the_family():
     assert (pr.eta, pr.scale_sd) == (2.0, 0.5)
     iw = Prior(C=1.0, b=1.0, Lambda=1.0, Sigma_x_prior="iw").resolve(2)
     assert iw.eta is None and iw.scale_sd is None
+
+
+def test_sbc_of_the_default_sampler_under_the_separation_prior():
+    """Simulation-based calibration of ``normalx-nuts`` with ``Sigma_x`` drawn from the separation
+    prior (its own model), large parties and release noise far above the Wishart spread of ``S_j``:
+    the regime where ``Sigma_x``'s prior speaks (ranks of theta, sigma2, an entry of Sigma_x, S)."""
+    pr = Prior(m=0.0, C=1.0, a=3.0, b=2.0, Lambda=1.0, Sigma_x_prior="lkj").resolve(2)
+    res = sbc(jax.random.key(11), "normalx-nuts", pr, np.array([2000, 2000, 2000]), 400.0, 400.0,
+              replications=100, num_warmup=200, thin=1)
+    assert min(res.pvalues.values()) > 1e-3, res.pvalues
+
+
+def test_the_default_fit_uses_the_separation_prior_and_the_gibbs_sampler_the_inverse_wishart():
+    import warnings
+
+    import bayes_dpreg as bd
+    from _shared import linear_stats
+
+    stats = linear_stats(d=2, J=3, n=300, eps=1.0, bound=3.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nuts = bd.fit(stats, num_samples=100, num_warmup=100, num_chains=2)
+        gibbs = bd.fit(stats, "normalx", num_samples=100, num_warmup=100, num_chains=2)
+    assert "LKJ(2)" in nuts.posterior.attrs["prior_description"]
+    assert "Sigma_x_prior='lkj'" in nuts.posterior.attrs["prior"]
+    assert "IW(" in gibbs.posterior.attrs["prior_description"]
+    with pytest.raises(ValueError, match="needs Sigma_x_prior in \\('iw',\\)"):
+        bd.fit(stats, "normalx", Prior(Sigma_x_prior="lkj"))
+    with pytest.raises(ValueError, match="not the separation prior"):
+        sbc(jax.random.key(0), "normalx", Prior(C=1.0, b=1.0, Lambda=1.0).resolve(2), np.array([50, 50]), 1.0, 1.0)

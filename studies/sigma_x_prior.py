@@ -1,0 +1,160 @@
+"""The prior of ``Sigma_x`` on the coverage study's cells: the default (separation prior), the
+earlier inverse-Wishart default, the oracle (the generating ``Sigma_x`` prior) and ``fixeds``.
+
+    python studies/sigma_x_prior.py CELL ... [--reps 0 20] [--variants default iw oracle fixeds]
+        [--workers 2] [--out docs/results/coverage/sigma_x_prior.csv]
+    python studies/sigma_x_prior.py --summary [--out ...]   # the markdown table from the CSV
+
+Each replication draws the data and the release exactly as ``studies/coverage.py`` does (same seed
+streams; the ``quantile`` cells' private bounds come from OpenDP and no seed reproduces them), then
+fits ``normalx-nuts`` under each ``Sigma_x`` prior (theta's and sigma_y's priors stay the default):
+
+* ``default``: ``bd.Prior()``, i.e. ``Sigma_x = D R D``, ``log D_kk ~ N(log E[x_k^2] / 2, 1)``,
+  ``R ~ LKJ(2)``;
+* ``iw``: the earlier default ``IW(diag(E[x_k^2]), d + 1)`` (``Prior(Sigma_x_prior="iw")``);
+* ``oracle``: the generating prior (``coverage.oracle_prior``; paper and correlated cells only);
+* ``fixeds``: MCMC-fixedS under the default prior.
+
+A variant may carry NUTS's target acceptance after ``@`` (``default@0.8``). Rows are appended to
+``--out`` as replications finish (one per fit, ``studies/coverage.py``'s columns).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import csv
+import importlib.util
+import multiprocessing
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+SEED = 2026
+OUT = REPO / "docs/results/coverage/sigma_x_prior.csv"
+
+
+def _coverage_module() -> Any:
+    spec = importlib.util.spec_from_file_location("coverage_study", REPO / "studies/coverage.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _cell(cov: Any, cell_id: str) -> dict[str, Any]:
+    suite = {"corr": "correlated"}.get(cell_id.split("-")[0], cell_id.split("-")[0])
+    return next(c for c in cov.cells(suite) if c["id"] == cell_id)
+
+
+def _prior(cov: Any, variant: str, cell: dict[str, Any], rep: int) -> tuple[str, Any]:
+    import bayes_dpreg as bd
+
+    if variant == "oracle":
+        return "normalx-nuts", cov.oracle_prior(cell, rep, SEED)
+    if variant == "iw":
+        return "normalx-nuts", bd.Prior(Sigma_x_prior="iw")
+    return ("fixeds" if variant == "fixeds" else "normalx-nuts"), bd.Prior()
+
+
+def replication(task: tuple[str, int, tuple[str, ...]]) -> list[dict[str, Any]]:
+    """Fit every variant on replication ``rep`` of ``cell`` (in a worker process)."""
+    import bayes_dpreg as bd
+
+    cell_id, rep, variants = task
+    cov = _coverage_module()
+    cell = _cell(cov, cell_id)
+    (X, y, s_noise), theta, _ = cov.replicate(cell, rep, SEED, str(REPO.parent / "shared/data"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stats = cov._releases(X, y, cell["J"], cell["eps"], s_noise, {"ssp"}, cell.get("bounds", "max"))["ssp"]
+    rows = []
+    for variant in variants:
+        base, _, accept = variant.partition("@")
+        method, prior = _prior(cov, base, cell, rep)
+        if prior is None:
+            continue
+        options = {"target_accept_prob": float(accept)} if accept else {}
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            idata = bd.fit(stats, method, prior, seed=rep, **options)
+        rows.append(cov._metrics(cell, rep, variant, idata, theta, time.perf_counter() - t0))
+    return rows
+
+
+def summary(path: Path) -> str:
+    """Per cell and variant: coverage (± Monte Carlo se), RMSE and its ratios to the oracle's and
+    ``fixeds``' (over the replications both have), fits with divergences or R-hat > 1.01, seconds
+    per fit."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    out = [
+        "| cell | variant | reps | 90% | 50% | RMSE | / oracle | / fixeds | fits with divergences | R-hat > 1.01 | s / fit |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    cells = list(dict.fromkeys(r["cell"] for r in rows))
+    for cell in cells:
+        by = {}
+        for r in rows:
+            if r["cell"] == cell:
+                by.setdefault(r["method"], []).append(r)
+        sq = {v: {int(r["rep"]): float(r["sq_error"]) for r in rs} for v, rs in by.items()}
+        for v in list(sq):  # the references by their base name (``oracle@0.8`` -> ``oracle``)
+            sq.setdefault(v.partition("@")[0], sq[v])
+        rmse = {v: float(np.sqrt(np.mean(list(e.values())))) for v, e in sq.items()}
+
+        def ratio(variant: str, ref: str) -> str:
+            """RMSE over the replications both have."""
+            if ref not in sq:
+                return ""
+            common = sorted(set(sq[variant]) & set(sq[ref]))
+            mine, theirs = (np.sqrt(np.mean([sq[v][k] for k in common])) for v in (variant, ref))
+            return f"{mine / theirs:.2f}"
+
+        for variant, rs in by.items():
+            c90, c50 = (np.array([float(r[k]) for r in rs]) for k in ("cover90", "cover50"))
+            se = lambda a: a.std(ddof=1) / np.sqrt(len(a)) if len(a) > 1 else float("nan")  # noqa: E731
+            div = np.mean([float(r["divergences"] or 0) > 0 for r in rs])
+            rhat = np.mean([float(r["max_rhat"] or 1) > 1.01 for r in rs])
+            secs = np.median([float(r["seconds"]) for r in rs])
+            out.append(
+                f"| {cell} | {variant} | {len(rs)} | {c90.mean():.3f} ± {se(c90):.3f} | {c50.mean():.3f} ± {se(c50):.3f} "
+                f"| {rmse[variant]:.3f} | {ratio(variant, 'oracle')} | {ratio(variant, 'fixeds')} | {div:.2f} | {rhat:.2f} | {secs:.1f} |"
+            )
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("cells", nargs="*", help="cell ids of studies/coverage.py")
+    ap.add_argument("--reps", type=int, nargs=2, default=[0, 20], metavar=("FIRST", "STOP"))
+    ap.add_argument("--variants", nargs="+", default=["default", "iw", "oracle", "fixeds"])
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--summary", action="store_true", help="print the markdown table of --out and exit")
+    a = ap.parse_args(argv)
+    if a.summary:
+        print(summary(a.out))
+        return 0
+    tasks = [(c, r, tuple(a.variants)) for r in range(*a.reps) for c in a.cells]
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(a.workers, mp_context=ctx) as ex:
+        for rows in ex.map(replication, tasks):
+            new = not a.out.exists()
+            with open(a.out, "a", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=_coverage_module().FIELDS, extrasaction="ignore")
+                if new:
+                    w.writeheader()
+                w.writerows(rows)
+            print(rows[0]["cell"], rows[0]["rep"], [(r["method"], r.get("cover90"), r.get("divergences")) for r in rows],
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
