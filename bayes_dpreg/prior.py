@@ -159,6 +159,14 @@ def _spd(name: str, v: Any, d: int) -> np.ndarray:
     return 0.5 * (arr + arr.T)
 
 
+def _full_matrix(v: Any) -> bool:
+    """Whether a hyperparameter is a matrix with nonzero off-diagonal entries."""
+    if isinstance(v, str):
+        return False
+    arr = np.asarray(v, dtype=np.float64)
+    return arr.ndim == 2 and bool(np.any(arr != np.diag(np.diag(arr))))
+
+
 def _is_auto(v: Any) -> bool:
     return isinstance(v, str) and v == AUTO
 
@@ -193,8 +201,8 @@ class Prior:
 
     * ``m = 0``, ``C = "auto"``: ``C = diag(y_bound^2 / (4 d E[x_k^2]))``;
     * ``a = 1``, ``b = "auto"``: ``sigma_y^2 ~ IG(1, (y_bound/20)^2)``;
-    * ``Sigma_x_prior = "auto"``: ``"iw"`` where ``kappa`` is given, else the separation prior
-      ``"lkj"`` where the method takes it
+    * ``Sigma_x_prior = "auto"``: ``"iw"`` where ``kappa`` or a full ``Lambda`` is given, else the
+      separation prior ``"lkj"`` where the method takes it
       (``normalx-nuts``, ``normalx-intercept``): ``Sigma_x = D R D``, ``log D_kk ~
       N(log Lambda_kk / 2, scale_sd^2)``, ``R ~ LKJ(eta)``, ``eta = 2``, ``scale_sd = 1``
       (:class:`~bayes_dpreg.hierarchical.ScaledLKJ`); ``"iw"`` for the paper's Gibbs samplers,
@@ -225,6 +233,11 @@ class Prior:
     def __post_init__(self) -> None:
         if self.Sigma_x_prior not in SIGMA_X_PRIORS:
             raise ValueError(f"prior Sigma_x_prior must be one of {SIGMA_X_PRIORS}, got {self.Sigma_x_prior!r}")
+        if self.Sigma_x_prior == "lkj" and (self.kappa is not None or _full_matrix(self.Lambda)):
+            raise ValueError(
+                "prior Sigma_x_prior='lkj' takes only Lambda's diagonal (the centre of the feature scales) and "
+                "no kappa: give Lambda as a vector, or use Sigma_x_prior='iw' for IW(Lambda, kappa)"
+            )
         for name in ("eta", "scale_sd"):
             v = getattr(self, name)
             if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
@@ -249,10 +262,11 @@ class Prior:
     @property
     def sigma_x_family(self) -> str:
         """``"iw"`` or ``"lkj"``: ``Sigma_x_prior`` with ``"auto"`` made concrete: ``"iw"`` where
-        ``kappa`` (the inverse-Wishart's degrees of freedom) is given, else ``"lkj"``."""
+        ``kappa`` (the inverse-Wishart's degrees of freedom) or a full (non-diagonal) ``Lambda`` is
+        given, both of which only the inverse-Wishart uses; else ``"lkj"``."""
         if self.Sigma_x_prior != AUTO:
             return self.Sigma_x_prior
-        return "iw" if self.kappa is not None else DEFAULT_SIGMA_X_PRIOR
+        return "iw" if self.kappa is not None or _full_matrix(self.Lambda) else DEFAULT_SIGMA_X_PRIOR
 
     def for_families(self, families: tuple[str, ...], method: str) -> Prior:
         """This prior with ``Sigma_x_prior="auto"`` made concrete for a method whose model takes the

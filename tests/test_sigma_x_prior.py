@@ -85,6 +85,17 @@ def test_bad_hyperparameters_are_refused(bad):
         Prior(**bad)
 
 
+def test_auto_means_the_inverse_wishart_where_only_it_uses_what_is_given():
+    assert Prior().sigma_x_family == "lkj"
+    assert Prior(Lambda=[1.0, 2.0]).sigma_x_family == "lkj"
+    assert Prior(kappa=5.0).sigma_x_family == "iw"
+    assert Prior(Lambda=[[1.0, 0.3], [0.3, 1.0]]).sigma_x_family == "iw"
+    with pytest.raises(ValueError, match="takes only Lambda's diagonal"):
+        Prior(Lambda=[[1.0, 0.3], [0.3, 1.0]], Sigma_x_prior="lkj")
+    with pytest.raises(ValueError, match="no kappa"):
+        Prior(kappa=5.0, Sigma_x_prior="lkj")
+
+
 def test_resolved_prior_records_the_family():
     pr = Prior(C=1.0, b=1.0, Lambda=1.0, Sigma_x_prior="lkj", eta=2.0, scale_sd=0.5).resolve(2)
     assert (pr.eta, pr.scale_sd) == (2.0, 0.5)
