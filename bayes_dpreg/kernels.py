@@ -82,7 +82,7 @@ from .hierarchical import (
     upper,
     z_dist,
 )
-from .linalg import from_log_cholesky, log_cholesky, pooled_covariance, spd_inverse
+from .linalg import from_log_cholesky, log_cholesky, pooled_covariance, spd_inverse, symmetrize
 from .prior import ResolvedPrior
 
 __all__ = [
@@ -381,10 +381,6 @@ class _Level(NamedTuple):
     rest: Array
 
 
-def _sym(A: Array) -> Array:
-    return 0.5 * (A + jnp.swapaxes(A, -1, -2))
-
-
 def _congruence_mh(
     key: Array,
     cur: _Level,
@@ -402,7 +398,7 @@ def _congruence_mh(
     ``log p(S_j | Sigma_x)`` changes by exactly ``-(d + 1) log|det G|``: only the prior of
     ``Sigma_x``, the ``S~`` likelihood and the collapsed ``z~`` likelihood are re-evaluated."""
     J, d = data.z_tilde.shape
-    S_new, Sx_new = _sym(G @ cur.S @ G.T), _sym(G @ cur.Sigma_x @ G.T)
+    S_new, Sx_new = symmetrize(G @ cur.S @ G.T), symmetrize(G @ cur.Sigma_x @ G.T)
     rest_new = _level_rest(S_new, Sx_new, sigma2, data, pr)
     log_ratio = rest_new - cur.rest - J * (d + 1) * logdet_G + log_jac
     accept, prob = _mh_accept(key, log_ratio)

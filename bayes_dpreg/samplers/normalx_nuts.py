@@ -60,7 +60,7 @@ from numpyro.infer.hmc import hmc
 from ..closed_form import collapsed_log_lik, party_terms, theta_conditional
 from ..diagnostics import needs_more_draws
 from ..hierarchical import ModelData, S_tilde_dist, model_data, prior_dist, upper
-from ..linalg import from_log_cholesky, log_cholesky, nearest_psd, pooled_covariance, spd_inverse
+from ..linalg import from_log_cholesky, log_cholesky, nearest_psd, pooled_covariance, spd_inverse, symmetrize
 from ..prior import ResolvedPrior
 from .base import ChainKernel, MethodResult, Sampler, positive_int, run_chains
 
@@ -146,14 +146,12 @@ def reference(data: ModelData, rotate: bool = True) -> Reference:
 
 def _to_frame(A: Array, Q: Array) -> Array:
     """``Q^T A Q`` (batched), symmetrised."""
-    B = Q.T @ A @ Q
-    return 0.5 * (B + jnp.swapaxes(B, -1, -2))
+    return symmetrize(Q.T @ A @ Q)
 
 
 def _from_frame(A: Array, Q: Array) -> Array:
     """``Q A Q^T`` (batched), symmetrised."""
-    B = Q @ A @ Q.T
-    return 0.5 * (B + jnp.swapaxes(B, -1, -2))
+    return symmetrize(Q @ A @ Q.T)
 
 
 def _c_of(xv: Array, F: Array, data: ModelData, ref: Reference) -> Array:
@@ -370,9 +368,9 @@ def run_nuts(
     num_samples: int,
     num_warmup: int,
     *,
-    target_accept_prob: float = 0.9,
-    max_tree_depth: int = 10,
-    dense_mass: str = "auto",
+    target_accept_prob: float = NutsSettings._field_defaults["target_accept_prob"],
+    max_tree_depth: int = NutsSettings._field_defaults["max_tree_depth"],
+    dense_mass: str = NutsSettings._field_defaults["dense_mass"],
     thinning: int = 1,
     progress_bar: bool = False,
     extend: int = 0,
