@@ -155,7 +155,8 @@ def sbc(
         keep: tuple[str, ...] = ("theta", "sigma2", "Sigma_x", "mu_x")
     else:
         one = lambda k: simulate_from_prior(k, pr, n_arr, sS, sz, fixed_S=sampler.sbc_exact_S)
-        keep = ("theta", "sigma2") if sampler.sbc_exact_S else ("theta", "sigma2", "Sigma_x", "S")
+        keep = ("theta", "sigma2") if sampler.sbc_exact_S else ("theta", "sigma2", "Sigma_x")
+        keep += () if sampler.sbc_exact_S or sampler.integrates_S else ("S",)
     params, data = jax.jit(jax.vmap(one))(jax.random.split(k_sim, replications))
     prs = jax.tree.map(lambda a: jnp.broadcast_to(jnp.asarray(a), (replications,) + jnp.shape(a)), pr)
     draws, _, _ = run_batched(

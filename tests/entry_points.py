@@ -64,6 +64,7 @@ ENTRY: dict[str, Callable[[], object]] = {
     # the hang: MCMC-normalX at d = 5, J = 5, 4 x (1000 + 1000)
     "fit-normalx": fit("normalx", num_samples=1000, num_warmup=1000),
     "fit-normalx-nuts": fit("normalx-nuts", num_samples=1000, num_warmup=500),
+    "fit-normalx-clt": fit("normalx-clt", num_samples=1000, num_warmup=500),
     "fit-fixeds": fit("fixeds", num_samples=1000, num_warmup=500),
     "fit-fast": fit("fast", num_samples=5000),
     "fit-bs": fit("bs", num_samples=1000, num_warmup=500),

@@ -86,7 +86,8 @@ class Sampler:
     property coverage depends on). ``kernel``, ``data(st)`` (the kernel's data from stacked
     statistics) and ``settings(options, d, num_warmup) -> (settings, other options)``
     give SBC and the replication studies the bare chain; ``sbc_exact_S``: under SBC the
-    kernel is given the exact ``S_j`` (the model of the fixed-S methods)."""
+    kernel is given the exact ``S_j`` (the model of the fixed-S methods); ``integrates_S``: the
+    ``S_j`` are integrated out, not drawn (no ``S`` in the draws)."""
 
     name: str
     label: str
@@ -105,6 +106,7 @@ class Sampler:
     data: Callable[[Any], Any] | None = None
     settings: Callable[[dict, int, int], tuple[Any, dict]] | None = None
     sbc_exact_S: bool = False
+    integrates_S: bool = False
     options: tuple[str, ...] = field(default_factory=tuple)
 
 

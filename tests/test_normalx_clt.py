@@ -1,0 +1,163 @@
+"""``normalx-clt``: the CLT likelihood against a dense Gaussian written apart, the noise
+augmentation's moments, the sampler's density against the model's plus a numerical Jacobian,
+and calibration (SBC) where the CLT holds."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+
+from bayes_dpreg import sbc as sbc_mod
+from bayes_dpreg.bernstein_sheldon_moments import ss_moments
+from bayes_dpreg.hierarchical import ModelData, prior_dist, upper
+from bayes_dpreg.prior import Prior
+from bayes_dpreg.samplers import normalx_clt as clt
+
+D, J = 3, 2
+
+
+def _params(seed: int) -> tuple[np.ndarray, np.ndarray, float]:
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((D, D))
+    return A @ A.T + 0.5 * np.eye(D), rng.standard_normal(D), float(rng.uniform(0.3, 2.0))
+
+
+def _dense_log_lik(W: np.ndarray, n: np.ndarray, s2: np.ndarray, Sigma: np.ndarray, theta: np.ndarray, sigma2: float):
+    """The released ``[upper(S~), z~]`` as one dense Gaussian per party: ``n_j`` times the one-row
+    moments of :mod:`bayes_dpreg.bernstein_sheldon_moments` (``y^2`` dropped) plus GOE noise."""
+    mom = ss_moments(jnp.asarray(theta), jnp.asarray(sigma2), jnp.asarray(Sigma))
+    k = mom.mean.shape[0] - 1
+    iu = np.triu_indices(D)
+    noise = np.concatenate([np.where(iu[0] == iu[1], 2.0, 1.0), np.ones(D)])
+    total = 0.0
+    for j in range(len(n)):
+        x = np.concatenate([W[j, :D, :D][iu], W[j, :D, D]])
+        cov = n[j] * np.asarray(mom.cov)[:k, :k] + s2[j] * np.diag(noise)
+        total += multivariate_normal(n[j] * np.asarray(mom.mean)[:k], cov).logpdf(x)
+    return total
+
+
+def test_clt_likelihood_is_the_dense_gaussian_with_the_unreleased_entry_integrated_out():
+    rng = np.random.default_rng(0)
+    n, s2 = np.array([50.0, 80.0]), np.array([3.0, 5.0])
+    Sigma, theta, sigma2 = _params(1)
+    W = n[:, None, None] * np.asarray(clt.sigma_tilde(jnp.asarray(Sigma), jnp.asarray(theta), jnp.asarray(sigma2)))
+    W = W + 3.0 * rng.standard_normal(W.shape)
+    W = (W + np.swapaxes(W, -1, -2)) / 2
+    diffs = []
+    for seed in (1, 2, 3):
+        Sigma, theta, sigma2 = _params(seed)
+        St = clt.sigma_tilde(jnp.asarray(Sigma), jnp.asarray(theta), jnp.asarray(sigma2))
+        W[:, D, D] = rng.normal(size=J) * 100  # unreleased: must not matter
+        ours = float(clt.clt_log_lik(St, jnp.asarray(W), jnp.asarray(n), jnp.asarray(s2)))
+        diffs.append(_dense_log_lik(W, n, s2, Sigma, theta, sigma2) - ours)
+    assert np.ptp(diffs) < 1e-8  # equal up to the dropped constant
+
+
+def test_clt_likelihood_gradient_matches_finite_differences_near_repeated_eigenvalues():
+    n, s2 = jnp.array([50.0, 80.0]), jnp.array([3.0, 5.0])
+    W = jnp.asarray(np.random.default_rng(1).normal(size=(J, D + 1, D + 1)))
+    W = 40.0 * jnp.eye(D + 1) + W + jnp.swapaxes(W, -1, -2)
+    St = clt.sigma_tilde(jnp.eye(D) + 1e-9 * jnp.diag(jnp.arange(1.0, D + 1)), jnp.full(D, 1e-9), jnp.asarray(1.0))
+    f = lambda S: clt.clt_log_lik(S, W, n, s2)
+    g = jax.grad(f)(St)
+    for i, k in ((0, 1), (1, 2), (0, D)):
+        E = jnp.zeros((D + 1, D + 1)).at[i, k].set(1e-5).at[k, i].set(1e-5)
+        fd = (f(St + E) - f(St - E)) / 2e-5
+        assert abs(float(g[i, k] + g[k, i]) - float(fd)) < 1e-5 * max(1.0, abs(float(fd)))
+
+
+def test_augmented_noise_is_the_orthogonal_ensemble():
+    sS, sz = jnp.array([1.0, 2.0]), jnp.array([1.5, 1.0])
+    data = ModelData(jnp.zeros((J, D, D)), jnp.zeros((J, D)), jnp.ones(J), sS, sz, jnp.asarray(1.0))
+    R = 20_000
+    W, s2 = jax.vmap(lambda k: clt.augment(data, k))(jax.random.split(jax.random.key(0), R))
+    np.testing.assert_allclose(s2[0], np.maximum(sS, sz) ** 2)
+    var = np.array(W.var(0))  # release noise itself (sigma_S, sigma_z) not included: add it
+    var[:, :D, :D] += np.asarray(sS)[:, None, None] ** 2
+    var[:, :D, D] += np.asarray(sz)[:, None] ** 2
+    want = np.asarray(s2[0])[:, None, None] * (1.0 + np.eye(D + 1))
+    np.testing.assert_allclose(var[:, :D, :D], want[:, :D, :D], rtol=0.05)
+    np.testing.assert_allclose(var[:, :D, D], want[:, :D, D], rtol=0.05)
+    assert np.all(np.asarray(W[:, :, D, D]) == 0.0)
+
+
+def _data(seed: int) -> ModelData:
+    rng = np.random.default_rng(seed)
+    n = np.array([400.0, 700.0])
+    Sigma, theta, _ = _params(seed)
+    S = np.stack([n_j * Sigma + 3 * np.eye(D) for n_j in n])
+    z = np.stack([S_j @ theta for S_j in S]) + rng.normal(size=(J, D))
+    return ModelData(
+        jnp.asarray(S), jnp.asarray(z), jnp.asarray(n), jnp.array([2.0, 3.0]), jnp.array([2.0, 3.0]), jnp.asarray(3.0)
+    )
+
+
+@pytest.mark.parametrize("family", ["lkj", "iw"])
+def test_log_density_is_the_models_plus_the_log_jacobian(family):
+    data = _data(0)
+    hyper = dict(Sigma_x_prior="lkj") if family == "lkj" else dict(kappa=D + 2.0)
+    pr = Prior(C=1.0, b=0.5, Lambda=1.0, **hyper).resolve(D)
+    ref = clt.reference(data, pr)
+    p = D * (D + 1) // 2
+
+    def flat(x):
+        z = {"v": x[:p], "b": x[p : p + D], "ls2": x[-1]}
+        L, theta, _, sigma2 = clt.unpack(z, ref, data.n)
+        Sigma = ref.Q @ L @ L.T @ ref.Q.T
+        return jnp.concatenate([upper(Sigma), ref.Q @ theta, sigma2[None]]), (Sigma, ref.Q @ theta, sigma2)
+
+    diffs = []
+    for seed in range(3):
+        x = 0.5 * jax.random.normal(jax.random.key(seed), (p + D + 1,))
+        jac = jax.jacfwd(lambda x: flat(x)[0])(x)
+        Sigma, theta, sigma2 = flat(x)[1]
+        model = (
+            prior_dist(pr, "Sigma_x").log_prob(Sigma)
+            + prior_dist(pr, "theta").log_prob(theta)
+            + prior_dist(pr, "sigma2").log_prob(sigma2)
+            + clt.clt_log_lik(clt.sigma_tilde(ref.Q.T @ Sigma @ ref.Q, ref.Q.T @ theta, sigma2), ref.W, data.n, ref.s2)
+        )
+        z = {"v": x[:p], "b": x[p : p + D], "ls2": x[-1]}
+        diffs.append(float(clt.log_density(z, data, pr, ref) - model - jnp.linalg.slogdet(jac)[1]))
+    assert np.ptp(diffs) < 1e-8
+
+
+def test_sbc_where_the_clt_holds():
+    """Simulated from the exact normalX model (Wishart ``S_j``), ``n_j = 3000``, noise that matters;
+    the CLT sampler's ranks of ``theta``, ``sigma2``, ``Sigma_x`` are uniform."""
+    pr = Prior(C=0.25, a=3.0, b=0.5, Lambda=2.0, eta=2.0).resolve(2, None)
+    res = sbc_mod.sbc(
+        jax.random.key(7),
+        "normalx-clt",
+        pr,
+        np.array([3000, 3000]),
+        200.0,
+        200.0,
+        replications=200,
+        num_draws=49,
+        thin=2,
+        num_warmup=200,
+        batch=100,
+    )
+    assert min(res.pvalues.values()) > 1e-3, res.pvalues
+
+
+def test_default_method_switches_to_the_clt_sampler_by_the_number_of_latent_entries(monkeypatch):
+    from entry_points import parties
+
+    import bayes_dpreg as bd
+    from bayes_dpreg import samplers
+
+    assert samplers.default_method(5, 5) == "normalx-nuts"
+    assert samplers.default_method(14, 5) == "normalx-nuts"  # bike sharing
+    assert samplers.default_method(10, 36) == "normalx-nuts"  # 1,980 entries
+    assert samplers.default_method(10, 37) == "normalx-clt"
+    assert samplers.default_method(20, 10) == "normalx-clt"
+    monkeypatch.setattr(samplers, "CLT_MIN_LATENT", 6)  # d = 2, J = 2: 6 entries
+    idata = bd.fit(parties(d=2, J=2), num_samples=200, num_warmup=200)
+    assert idata.posterior.attrs["method"] == "normalx-clt"
+    assert "latent_posterior" not in idata.groups() or "S" not in idata.latent_posterior
