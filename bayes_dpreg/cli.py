@@ -461,7 +461,12 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("demo", help="split the bundled power-plant data across parties, release, fit, report")
     d.add_argument("--parties", type=int, default=5, help="number of parties J (default %(default)s)")
     _privacy_arguments(d, False, {"epsilon": 1.0, "delta": 1e-5, "x_bound": 4.0, "y_bound": 1.0})
-    d.add_argument("--method", default=None, choices=_methods(), help="sampler (default: normalx-nuts)")
+    d.add_argument(
+        "--method",
+        default=None,
+        choices=_methods(),
+        help="sampler (default: normalx-nuts; normalx-clt from J d(d+1)/2 >= 2000)",
+    )
     d.add_argument("--seed", type=int, default=0, help="seed of the demo's noise and draws (default %(default)s)")
     d.add_argument("--level", type=float, default=LEVEL, help="credible level of the intervals (default %(default)s)")
     d.add_argument("-o", "--output", "--out", dest="output", default="demo_output", help="folder for the figure")
@@ -592,7 +597,10 @@ def _add_fit(sub: argparse._SubParsersAction) -> None:
     f = sub.add_parser("fit", help="fit from released statistics files")
     f.add_argument("stats", nargs="+", help="the parties' statistics files")
     f.add_argument(
-        "--method", default=None, choices=_methods(), help="sampler (default: the spec's, else normalx-nuts)"
+        "--method",
+        default=None,
+        choices=_methods(),
+        help="sampler (default: the spec's, else normalx-nuts; normalx-clt from J d(d+1)/2 >= 2000)",
     )
     _spec_argument(f, "the prior and fit options")
     f.add_argument("--model", dest="spec_deprecated", default=None, help=argparse.SUPPRESS)

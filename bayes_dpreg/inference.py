@@ -44,7 +44,7 @@ from .idata import prefetch_arviz
 from .prior import ModelSpec, Prior, describe_prior, load_model, prior_scales
 from .release import NoisyStats, as_stats_list, check_distinct, stack_stats, warn_if_not_private
 from .resolution import UnresolvedDirectionWarning, direction_report, release_resolution
-from .samplers import DEFAULT_METHOD, SAMPLERS, Sampler
+from .samplers import DEFAULT_METHOD, SAMPLERS, Sampler, default_method
 from .samplers import get as get_sampler
 from .samplers.base import positive_int
 from .samplers.fast import fast_sigma2
@@ -124,7 +124,10 @@ def fit(
     ----------
     stats : one :class:`NoisyStats` per party (from :func:`release` or :func:`load_stats`).
     method : a name in :data:`bayes_dpreg.samplers.SAMPLERS`; default ``"normalx-nuts"``,
-        the normalX model (eq. 10, the noise in ``S~_j`` modelled) sampled by NUTS. Others:
+        the normalX model (eq. 10, the noise in ``S~_j`` modelled) sampled by NUTS, or, from
+        ``J d (d + 1) / 2 >= 2000`` latent ``S_j`` entries, ``"normalx-clt"``, the same model with
+        the ``S_j`` integrated out under the Wishart's CLT
+        (:func:`~bayes_dpreg.samplers.default_method`). Others:
         ``"normalx"`` (MCMC-normalX, Alg. 1), ``"fixeds"`` (Alg. 2), ``"fast"`` (Alg. 3,
         closed form), ``"bs"`` (App. C.1; :func:`release_bs` statistics), ``"adassp"``
         (App. C.2; :func:`release_adassp` statistics, a point estimate),
@@ -167,8 +170,8 @@ def fit(
     statistics) or two parties share a name.
     """
     enable_compilation_cache()
-    sampler = get_sampler(DEFAULT_METHOD if method is None else method)
     stats = as_stats_list(stats)
+    sampler = get_sampler(default_method(stats[0].d, len(stats)) if method is None else method)
     check_distinct(stats)
     for s in stats:
         warn_if_not_private(s, stacklevel=3)
