@@ -85,6 +85,7 @@ def test_reproduce_cli_rejects_two_calibrations_for_fig2(tmp_path, capsys):
     assert "one calibration" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # 51 s on 2 cores; the CI budget went to the CLT sampler's tests (pytest -m slow runs it)
 def test_fig3_times_each_method(tmp_path):
     # d = 1 and 2 for fixeds (cheap to compile), d = 1 only for normalx-nuts (each d compiles ~10 s)
     ex.fig3(tmp_path, d_values=(1, 2), methods=("fixeds",), num_iterations=20, n=1000, log=lambda *_: None)
@@ -97,6 +98,7 @@ def test_fig3_times_each_method(tmp_path):
     assert (tmp_path / "fig3_time_per_iteration.png").exists()
 
 
+@pytest.mark.slow  # 44 s on 2 cores (pytest -m slow runs it)
 def test_fig2_workers_give_the_same_results_as_one_process(tmp_path):
     kw = dict(reps=2, num_iterations=100, d_values=(2,), J_values=(1, 2), eps_values=(1.0, 10.0), n=2000,
               methods=("fixeds", "fast"), mmd=False, log=lambda *_: None)
