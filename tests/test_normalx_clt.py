@@ -161,19 +161,3 @@ def test_default_method_switches_to_the_clt_sampler_by_the_number_of_latent_entr
     idata = bd.fit(parties(d=2, J=2), num_samples=200, num_warmup=200)
     assert idata.posterior.attrs["method"] == "normalx-clt"
     assert "latent_posterior" not in idata.groups() or "S" not in idata.latent_posterior
-
-
-def test_chains_on_threads_draw_what_chains_in_turn_draw(monkeypatch):
-    from entry_points import parties
-
-    import bayes_dpreg as bd
-    from bayes_dpreg.samplers.base import chain_threads
-
-    stats = parties(d=2, J=2)
-    monkeypatch.setenv("NPROC", "1")
-    assert chain_threads(4) == 1
-    one = bd.fit(stats, "normalx-clt", num_samples=200, num_warmup=200, seed=5)
-    monkeypatch.setenv("NPROC", "4")
-    assert chain_threads(4) == 4
-    four = bd.fit(stats, "normalx-clt", num_samples=200, num_warmup=200, seed=5)
-    np.testing.assert_array_equal(one.posterior["theta"].values, four.posterior["theta"].values)
