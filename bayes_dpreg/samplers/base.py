@@ -22,9 +22,7 @@ keeps the draws after ``num_warmup``.
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -184,13 +182,11 @@ def run_chains(
     advance = _compiled_advance(kernel, settings, sizes[0], batched, keep_t)
     groups = [keys] if batched else list(keys)  # vmapped chains run together; NUTS chains one by one
     width = num_chains if batched else 1
-
-    def one_group(k: Array) -> tuple[Any, Any]:
+    states, outs = [], []
+    for k in groups:
         state, parts = _advance_all(advance, init(k, data, pr), data, pr, k, sizes, bar, width)
-        return state, _kept_draws(parts, num_warmup, total, thin, batched)
-
-    with concurrent.futures.ThreadPoolExecutor(chain_threads(len(groups))) as pool:
-        states, outs = (list(t) for t in zip(*pool.map(one_group, groups)))
+        states.append(state)
+        outs.append(_kept_draws(parts, num_warmup, total, thin, batched))
     draws, info = _join(outs, batched)
     extra = [sizes[0]] * -(-num_samples * thin // sizes[0])  # the compiled chunk length, as often as needed
     for r in range(extend):
@@ -208,15 +204,6 @@ def run_chains(
     if bar is not None:
         bar.close()
     return draws, info
-
-
-def chain_threads(groups: int) -> int:
-    """Threads that run chains (NUTS's, one compiled program each) at once: one per core, at most
-    one per chain; 1 where ``NPROC=1`` asks XLA for one thread (many worker processes,
-    :func:`~bayes_dpreg.threads.configure_threads`). Chains are independent and keep their keys,
-    so the draws do not depend on this."""
-    cores = int(os.environ.get("NPROC") or os.cpu_count() or 1)
-    return max(1, min(groups, cores))
 
 
 EXTEND_STREAM = 1_000_000  # fold_in offset of the extensions' keys (the first run folds in its chunk numbers)
