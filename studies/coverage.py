@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-METHODS = ("normalx-nuts", "normalx", "fixeds", "fast", "bs", "adassp", "oracle")
+METHODS = ("normalx-nuts", "normalx-clt", "normalx", "fixeds", "fast", "bs", "adassp", "oracle")
 ORACLE_OF = {"oracle": "normalx-nuts"}  # the method an oracle row fits, with the generating Sigma_x prior
 LEVELS = (0.5, 0.9, 0.95)
 RELEASE_OF = {"bs": "bs", "adassp": "adassp"}  # others use the plain SSP release
