@@ -113,6 +113,7 @@ def test_reports_state_the_check():
     assert "consistent" in heterogeneity_summary({"party_dispersion": 3.0, "party_dispersion_p": 0.2})
 
 
+@pytest.mark.slow  # 46 s on 2 cores: the suite's 15-minute budget (pytest -m slow runs it)
 def test_bike_sharing_blocks_give_a_sigma2_that_the_bounds_rule_out(shared_data, tmp_path):
     """Bike sharing in five consecutive blocks, coefficients at 0.2 (the coverage study's cell
     real-bike_sharing-blocks-default-tau0.2), the default prior: the posterior puts sigma_y^2 at

@@ -137,11 +137,11 @@ def test_sbc_where_the_clt_holds():
         np.array([3000, 3000]),
         200.0,
         200.0,
-        replications=200,
+        replications=120,
         num_draws=49,
         thin=2,
         num_warmup=200,
-        batch=100,
+        batch=60,
     )
     assert min(res.pvalues.values()) > 1e-3, res.pvalues
 
