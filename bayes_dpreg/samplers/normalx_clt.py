@@ -77,7 +77,8 @@ from ..hierarchical import ModelData, model_data, prior_dist
 from ..linalg import from_log_cholesky, log_cholesky, pooled_covariance, spd_inverse, symmetrize
 from ..prior import ResolvedPrior
 from .base import ChainKernel, MethodResult, Sampler
-from .normalx_nuts import NCState, NutsSettings, nuts_kernels, run_nuts, sigma_x_log_density
+from .normalx_nuts import NCState, NutsSettings, info, nuts_kernels, run_nuts, sigma_x_log_density
+from .normalx_nuts import settings as nuts_settings
 
 __all__ = [
     "CLTReference",
@@ -328,29 +329,13 @@ def draws(state: NCState, data: ModelData, pr: ResolvedPrior, key: Array) -> dic
     return {"theta": Q @ theta, "sigma2": sigma2, "Sigma_x": symmetrize(Q @ L @ L.T @ Q.T)}
 
 
-def info(state: NCState) -> dict:
-    """Sample statistics in ArviZ's names."""
-    h = state.hmc
-    return {
-        "diverging": h.diverging,
-        "n_steps": h.num_steps,
-        "acceptance_rate": h.accept_prob,
-        "energy": h.energy,
-        "step_size": h.adapt_state.step_size,
-        "lp": -h.potential_energy,
-    }
-
-
 KERNEL = ChainKernel(init, step, draws, info, vectorize=False)
 
 
 def settings(options: dict, d: int, num_warmup: int) -> tuple[NutsSettings, dict]:
-    """:class:`NutsSettings` from fit options (the rest returned)."""
-    del d
-    rest = dict(options)
-    fields = {k: rest.pop(k) for k in list(rest) if k in NutsSettings._fields and k != "num_warmup"}
-    fields.setdefault("target_accept_prob", TARGET_ACCEPT)
-    return NutsSettings(int(num_warmup), **fields), rest
+    """``normalx-nuts``' settings (:func:`~bayes_dpreg.samplers.normalx_nuts.settings`) with this
+    sampler's default target acceptance."""
+    return nuts_settings({"target_accept_prob": TARGET_ACCEPT, **options}, d, num_warmup)
 
 
 TARGET_ACCEPT = 0.8  # no divergences on the probes (d = 5 and 20) at 0.8; 0.9 costs 50% more steps
