@@ -4,31 +4,28 @@ Implements Alparslan, Yildirim & Birbil, "Differentially Private Distributed
 Bayesian Linear Regression with MCMC" (ICML 2023). It computes in float64 (entries of
 ``S = X^T X`` grow with ``n``) without changing JAX at import: the public functions
 run under ``jax.enable_x64(True)``; scripts that call the low-level modules directly
-call :func:`enable_x64` first (:mod:`bayes_dpreg.precision`).
+call :func:`enable_x64` first (:mod:`bayes_dpreg.runtime.precision`).
 
 Importing it changes nothing else. The public functions also lower their programs so that
 no batched LAPACK call can deadlock XLA's CPU thread pool, which jaxlib 0.10 does on few
-cores when it splits large batches over that pool (:mod:`bayes_dpreg.threads`); no
+cores when it splits large batches over that pool (:mod:`bayes_dpreg.runtime.threads`); no
 environment variable is needed.
 """
 
+from . import _compat
 from ._version import __version__
-from .bounds import ProposedBounds, propose_bounds
-from .compare import compare, inclusion, log_evidence, normalx_evidence
-from .data import Dataset, Simulated, load_dataset, load_power_plant, simulate, split_parties
-from .device import select_device
-from .diagnostics import BoundsMisfitWarning, ConvergenceWarning, HeterogeneityWarning, PriorSensitivityWarning
-from .inference import METHODS, NoiseWarning, fit
-from .precision import enable_x64
-from .prior import ModelSpec, Prior, PriorScales, load_model, prior_scales, release_lambda
-from .privacy import (
-    ClippingWarning,
-    NotPrivateWarning,
-    analytic_gaussian_sigma,
-    calibrate,
-    classical_gaussian_sigma,
-    ssp_sensitivity,
+from .datasets import Dataset, Simulated, load_dataset, load_power_plant, simulate, split_parties
+from .model.prior import ModelSpec, Prior, PriorScales, load_model, prior_scales, release_lambda
+from .posterior.compare import compare, inclusion, log_evidence, normalx_evidence
+from .posterior.diagnostics import (
+    BoundsMisfitWarning,
+    ConvergenceWarning,
+    HeterogeneityWarning,
+    PriorSensitivityWarning,
+    UnresolvedDirectionWarning,
+    unresolved_directions,
 )
+from .posterior.inference import METHODS, NoiseWarning, fit
 from .release import (
     FloatNoiseWarning,
     NoisyStats,
@@ -40,9 +37,21 @@ from .release import (
     release_adassp,
     release_bs,
 )
-from .resolution import UnresolvedDirectionWarning, unresolved_directions
+from .release.bounds import ProposedBounds, propose_bounds
+from .release.privacy import (
+    ClippingWarning,
+    NotPrivateWarning,
+    analytic_gaussian_sigma,
+    calibrate,
+    classical_gaussian_sigma,
+    ssp_sensitivity,
+)
+from .runtime.device import select_device
+from .runtime.precision import enable_x64
+from .runtime.threads import configure_threads
 from .samplers import DEFAULT_METHOD, SAMPLERS
-from .threads import configure_threads
+
+_compat.install()
 
 __all__ = [
     "__version__",
@@ -94,3 +103,12 @@ __all__ = [
     "split_parties",
     "ssp_sensitivity",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``bayes_dpreg.inference`` and the other old module paths, as deprecated aliases."""
+    if name in _compat.MOVED:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

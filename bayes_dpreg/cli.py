@@ -1,6 +1,6 @@
 """Command line: ``bayes-dpreg {demo,bounds,release,budget,fit,compare,report,sigma}``.
 
-The paper's experiments are not part of the library: ``python paper/reproduce.py`` in the repository."""
+The paper's experiments are not part of the library: ``python -m paper.reproduce`` in the repository."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .entry import public
+from .runtime.entry import public
 
 if TYPE_CHECKING:
-    from .ledger import PrivacyLedger
+    from .release.ledger import PrivacyLedger
 
 __all__ = ["main", "build_parser", "LEVEL"]
 
@@ -39,8 +39,8 @@ def _release_all(
     columns=None,
 ):
     """Release every party's statistics; collect each party's private clipping report."""
-    from .privacy import ClippingWarning
-    from .release import release, release_adassp, release_bs
+    from .release.mechanisms import release, release_adassp, release_bs
+    from .release.privacy import ClippingWarning
 
     stats, notes = [], []
     names = names or [f"party{j + 1}" for j in range(len(parts))]
@@ -64,8 +64,8 @@ def _release_all(
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from . import fit
-    from .data import POWER_PLANT_FEATURES, load_power_plant, split_parties
-    from .release import SeededReleaseWarning
+    from .datasets import POWER_PLANT_FEATURES, load_power_plant, split_parties
+    from .release.noisy_stats import SeededReleaseWarning
     from .report import plot_coefficients
 
     t0 = time.perf_counter()
@@ -168,7 +168,7 @@ def cmd_release(args: argparse.Namespace) -> int:
 def _open_ledger(args: argparse.Namespace) -> PrivacyLedger | None:
     if not args.ledger:
         return None
-    from .ledger import PrivacyLedger
+    from .release.ledger import PrivacyLedger
 
     return PrivacyLedger(args.ledger, args.budget_epsilon, args.budget_delta, source=str(args.data))
 
@@ -178,7 +178,7 @@ def _y_column(text: str) -> int | str:
 
 
 def cmd_bounds(args: argparse.Namespace) -> int:
-    from .bounds import propose_bounds
+    from .release.bounds import propose_bounds
 
     ledger = _open_ledger(args)
     pb = propose_bounds(
@@ -206,7 +206,7 @@ def cmd_bounds(args: argparse.Namespace) -> int:
 
 
 def cmd_budget(args: argparse.Namespace) -> int:
-    from .ledger import PrivacyLedger
+    from .release.ledger import PrivacyLedger
 
     if not Path(args.ledger).exists():
         raise FileNotFoundError(f"{args.ledger}: no such ledger")
@@ -215,11 +215,10 @@ def cmd_budget(args: argparse.Namespace) -> int:
 
 
 def _print_fit(idata, caught, reference=None, level: float = LEVEL) -> None:
-    """The posterior table with R-hat/ESS, the convergence verdict, and the fit's warnings."""
-    from . import BoundsMisfitWarning, ConvergenceWarning, HeterogeneityWarning, NoiseWarning, PriorSensitivityWarning
-    from .diagnostics import bounds_summary, convergence_summary, heterogeneity_summary, prior_sensitivity_summary
+    """The posterior table with R-hat/ESS, each diagnostic's summary (``CHECKS``), and the fit's warnings
+    (the checks' on stderr, others re-issued)."""
+    from .posterior.diagnostics import CHECKS, summaries
     from .report import coefficient_table, format_table
-    from .resolution import resolution_summary
 
     post = idata.posterior
     print(
@@ -228,20 +227,11 @@ def _print_fit(idata, caught, reference=None, level: float = LEVEL) -> None:
         f"{'autoscaled to the release' if post.attrs['prior_autoscaled'] else 'given'}):"
     )
     print(format_table(coefficient_table(idata, reference, prob=level), prob=level))
-    for line in (
-        convergence_summary(post.attrs),
-        bounds_summary(post.attrs),
-        heterogeneity_summary(post.attrs),
-        prior_sensitivity_summary(post.attrs),
-        resolution_summary(post.attrs),
-    ):
-        if line is not None:
-            print(line[0].lower() + line[1:])
+    for _, line in summaries(post.attrs):
+        print(line[0].lower() + line[1:])
+    categories = tuple(c.warning for c in CHECKS if c.warning is not None)
     for w in caught:
-        if issubclass(
-            w.category,
-            (ConvergenceWarning, BoundsMisfitWarning, NoiseWarning, HeterogeneityWarning, PriorSensitivityWarning),
-        ):
+        if issubclass(w.category, categories):
             print(f"warning ({w.category.__name__}): {w.message}", file=sys.stderr)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -249,7 +239,7 @@ def _print_fit(idata, caught, reference=None, level: float = LEVEL) -> None:
 
 def cmd_fit(args: argparse.Namespace) -> int:
     from . import fit, load_stats
-    from .prior import load_model
+    from .model.prior import load_model
 
     stats = [load_stats(p) for p in args.stats]
     options = {}
@@ -283,8 +273,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from . import load_stats
-    from .compare import compare, inclusion
-    from .prior import load_model
+    from .model.prior import load_model
+    from .posterior.compare import compare, inclusion
 
     stats = [load_stats(p) for p in args.stats]
     spec_path, model = args.spec, args.model
@@ -332,7 +322,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     import arviz as az
 
     from . import load_stats
-    from .compare import MAX_ENUMERATE_D, compare, inclusion
+    from .posterior.compare import MAX_ENUMERATE_D, compare, inclusion
     from .report import write_report
 
     idata = _read_posterior(args.posterior, az)
@@ -378,7 +368,12 @@ def _check_same_releases(idata, stats) -> None:
 
 
 def cmd_sigma(args: argparse.Namespace) -> int:
-    from .privacy import analytic_gaussian_sigma, as_published_gaussian_sigma, calibrate, classical_gaussian_sigma
+    from .release.privacy import (
+        analytic_gaussian_sigma,
+        as_published_gaussian_sigma,
+        calibrate,
+        classical_gaussian_sigma,
+    )
 
     print(
         f"delta = {args.delta:g}; unit-sensitivity noise sd and the [S, z] calibration for "
@@ -654,7 +649,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="bayes-dpreg",
         description=DESCRIPTION,
-        epilog="The paper's experiments are not part of the library: python paper/reproduce.py in the repository.",
+        epilog="The paper's experiments are not part of the library: python -m paper.reproduce in the repository.",
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -13,17 +13,8 @@ from typing import Any
 import arviz as az
 import numpy as np
 
-from .diagnostics import (
-    NOISE_TO_SIGNAL_MAX,
-    bounds_summary,
-    convergence_summary,
-    heterogeneity_summary,
-    heterogeneous,
-    prior_sensitivity,
-    prior_sensitivity_summary,
-    sigma_x_sensitive,
-)
-from .entry import public
+from .posterior.diagnostics import prior_sensitivity, summaries, unresolved_directions
+from .runtime.entry import public
 
 __all__ = ["coefficient_table", "format_table", "plot_coefficients", "write_report"]
 
@@ -233,49 +224,30 @@ def _posterior_table(idata: az.InferenceData, prob: float) -> dict:
 
 def _unicode(text: str) -> str:
     """The command line's ASCII notation, as the report's prose writes it."""
-    return text.replace("S~_j", "S̃ⱼ").replace("S~", "S̃").replace("z~", "z̃")
+    return text.replace("S~_j", "S̃ⱼ").replace("S~", "S̃").replace("z~", "z̃").replace("S_j", "Sⱼ")
 
 
 def _method_notes(idata: az.InferenceData) -> list[dict]:
-    """The fit's own verdicts: convergence and divergences, the bounds, the parties, the prior of
-    ``Sigma_x``, the release's resolution and, for the fixed-S methods, the release noise."""
+    """The fit's own verdicts: each diagnostic's summary (:data:`~bayes_dpreg.posterior.diagnostics.CHECKS`:
+    convergence, the bounds, the parties, the prior of ``Sigma_x``, the release's resolution and, for the
+    fixed-S methods, the release noise), its first line, marked where it reports a problem; after
+    convergence, the divergent transitions."""
     at = idata.posterior.attrs
-    notes = []
-    conv = convergence_summary(at)
-    if conv is not None:
-        notes.append({"kind": "ok" if bool(at.get("converged", 1)) else "warn", "text": conv})
-    if "divergences" in at:
-        total = int(idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"])
-        n_div = int(at["divergences"])
-        text = f"Divergent transitions: {n_div} of {total} kept draws."
-        notes.append({"kind": "warn" if n_div else "ok", "text": text})
-    misfit = bounds_summary(at)
-    if misfit is not None:
-        notes.append({"kind": "warn", "text": misfit})
-    parties = heterogeneity_summary(at)
-    if parties is not None:
-        flagged = heterogeneous(at["party_dispersion"], at["party_dispersion_p"])
-        notes.append({"kind": "warn" if flagged else "ok", "text": parties})
-    sigma_x = prior_sensitivity_summary(at)
-    if sigma_x is not None:
-        notes.append({"kind": "warn" if sigma_x_sensitive(at) else "ok", "text": sigma_x})
-    if "unresolved_directions" in at:
-        from .resolution import resolution_summary, unresolved_directions
+    notes, divergences = [], _divergence_notes(idata)
+    for check, text in summaries(at):
+        notes.append({"kind": "warn" if check.flagged(at) else "ok", "text": text.split("\n")[0]})
+        if check.name == "convergence":
+            notes, divergences = notes + divergences, []
+    return divergences + notes
 
-        unresolved = unresolved_directions(idata)
-        notes.append({"kind": "warn" if unresolved else "ok", "text": (resolution_summary(at) or "").split("\n")[0]})
-    if "noise_to_signal" in at:
-        ratio = float(np.max(np.atleast_1d(at["noise_to_signal"])))
-        if ratio > NOISE_TO_SIGNAL_MAX:
-            notes.append(
-                {
-                    "kind": "warn",
-                    "text": f"Method {at.get('method')!r} treats nearestPSD(S̃ⱼ) as the exact Sⱼ, but the release noise "
-                    f"is not negligible (noise-to-signal {ratio:.3g} > {NOISE_TO_SIGNAL_MAX}): its intervals are too "
-                    "narrow (NoiseWarning). The default method, normalx-nuts, models the noise.",
-                }
-            )
-    return notes
+
+def _divergence_notes(idata: az.InferenceData) -> list[dict]:
+    at = idata.posterior.attrs
+    if "divergences" not in at:
+        return []
+    total = int(idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"])
+    n_div = int(at["divergences"])
+    return [{"kind": "warn" if n_div else "ok", "text": f"Divergent transitions: {n_div} of {total} kept draws."}]
 
 
 def _coefficient_section(idata: az.InferenceData, prob: float) -> dict:
@@ -363,10 +335,9 @@ def _prior_posterior_figures(idata: az.InferenceData) -> list[dict]:
 
 
 def _resolution_tables(idata: az.InferenceData) -> list[dict]:
-    """The directions of the features the release does not resolve (:mod:`bayes_dpreg.resolution`),
-    one row each; the verdict itself is among the section's notes (:func:`_method_notes`)."""
-    from .resolution import unresolved_directions
-
+    """The directions of the features the release does not resolve
+    (:mod:`bayes_dpreg.posterior.diagnostics.resolution`), one row each; the verdict itself is among the
+    section's notes (:func:`_method_notes`)."""
     dirs = unresolved_directions(idata)
     if not dirs:
         return []
@@ -385,7 +356,7 @@ def _resolution_tables(idata: az.InferenceData) -> list[dict]:
 
 def _sensitivity_tables(idata: az.InferenceData) -> list[dict]:
     """Power-scaling sensitivity of each coefficient to each prior factor and to the likelihood
-    (:func:`~bayes_dpreg.diagnostics.prior_sensitivity`), where the fit has a ``log_prior`` group."""
+    (:func:`~bayes_dpreg.posterior.diagnostics.prior_sensitivity`), where the fit has a ``log_prior`` group."""
     if "log_prior" not in idata.groups() or "log_likelihood" not in idata.groups():
         return []
     ps = prior_sensitivity(idata)

@@ -1,8 +1,8 @@
 """Where a cold ``bd.fit`` spends its time: one fit in this (fresh) process, profiled with cProfile,
 on the paper's simulation (the data of ``benchmarks/speed.py``).
 
-    python benchmarks/profile_fit.py                      # normalx-nuts, d = 5, J = 5
-    python benchmarks/profile_fit.py --method fixeds --d 2 --J 1 --out docs/results/speed
+    python -m benchmarks.profile_fit                      # normalx-nuts, d = 5, J = 5
+    python -m benchmarks.profile_fit --method fixeds --d 2 --J 1 --out docs/results/speed
 
 Prints the fit's wall time split into XLA compilation (every ``backend_compile`` call, and how
 many), tracing and lowering to XLA, the chain driver's run after compilation, building the
@@ -18,25 +18,24 @@ import argparse
 import cProfile
 import io
 import os
-import platform
 import pstats
 import sys
 import time
 import warnings
 from pathlib import Path
 
-from _machine import cpu_model
+from lab.machine import describe
 
 PARTS = {  # label -> (file fragment, function name) in the profile
-    "fit (total)": ("bayes_dpreg/inference.py", "fit"),
+    "fit (total)": ("bayes_dpreg/posterior/inference.py", "fit"),
     "  chain driver (run_chains)": ("bayes_dpreg/samplers/base.py", "run_chains"),
     "    chunks of iterations (_advance_all; compilation of the step included)": (
         "bayes_dpreg/samplers/base.py",
         "_advance_all",
     ),
-    "  InferenceData (idata.build)": ("bayes_dpreg/idata.py", "build"),
-    "    prior draws of theta and sigma2 (NumPy)": ("bayes_dpreg/idata.py", "_prior_theta_sigma2"),
-    "    log-likelihood, posterior and prior predictive": ("bayes_dpreg/idata.py", "_predictive_groups"),
+    "  InferenceData (idata.build)": ("bayes_dpreg/posterior/idata.py", "build"),
+    "    prior draws of theta and sigma2 (NumPy)": ("bayes_dpreg/posterior/idata.py", "_prior_theta_sigma2"),
+    "    log-likelihood, posterior and prior predictive": ("bayes_dpreg/posterior/idata.py", "_predictive_groups"),
     "  import arviz": ("arviz/__init__.py", "<module>"),
     "XLA compilation (all programs)": ("jax/_src/compiler.py", "backend_compile_and_load"),
     "tracing to jaxpr": ("jax/_src/interpreters/partial_eval.py", "trace_to_jaxpr"),
@@ -59,8 +58,7 @@ def main(argv: list[str] | None = None) -> None:
 
     t_import = time.perf_counter() - t_import
     bd.configure_threads()
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import speed
+    from benchmarks import speed
 
     stats = speed.releases(args.method, args.d, args.J, 1)
     prof = cProfile.Profile()
@@ -72,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
         prof.disable()
         wall = time.perf_counter() - t
     stats_ = pstats.Stats(prof)
-    found = {}
+    found: dict[str, tuple[int, float]] = {}
     for (file, _, func), (_, ncalls, _, cum, _) in stats_.stats.items():  # type: ignore[attr-defined]
         for label, (frag, name) in PARTS.items():
             if file.endswith(frag) and func == name:
@@ -82,9 +80,9 @@ def main(argv: list[str] | None = None) -> None:
     lines = [
         f"# A cold fit, profiled ({args.method}, d = {args.d}, J = {args.J})",
         "",
-        f"command: `python benchmarks/profile_fit.py --method {args.method} --d {args.d} --J {args.J}`",
+        f"command: `python -m benchmarks.profile_fit --method {args.method} --d {args.d} --J {args.J}`",
         "",
-        f"- machine: {cpu_model()}, {os.cpu_count()} CPUs, {platform.system()} {platform.machine()}; "
+        f"- machine: {describe()}; "
         f"jax {jax.__version__} ({jax.default_backend()}), bayes_dpreg {bd.__version__}; XLA CPU threads "
         f"NPROC={os.environ.get('NPROC', 'unset')}",
         f"- `import bayes_dpreg` {t_import:.1f} s (before the profile); the fit under cProfile: {wall:.1f} s "

@@ -2,8 +2,8 @@
 alone, vectorised over chains as the chain driver runs it, on the paper's simulation (the data of
 ``benchmarks/speed.py``), with the compiled step's XLA cost analysis and its LAPACK calls.
 
-    python benchmarks/profile_normalx.py                 # d = 5, J = 5, 4 chains
-    python benchmarks/profile_normalx.py --d 2 --J 5 --chains 64 --out docs/results/speed
+    python -m benchmarks.profile_normalx                 # d = 5, J = 5, 4 chains
+    python -m benchmarks.profile_normalx --d 2 --J 5 --chains 64 --out docs/results/speed
 
 Each row is one function called ``--iterations`` times inside one compiled ``fori_loop``
 (``vmap`` over chains), best of three, in microseconds per chain and call; the parts overlap
@@ -17,15 +17,12 @@ from __future__ import annotations
 import argparse
 import collections
 import os
-import platform
 import re
 import sys
 import time
 from pathlib import Path
 
-from _machine import cpu_model
-
-ROOT = Path(__file__).resolve().parents[1]
+from lab.machine import describe
 
 
 def _bench(fn, state, iterations: int, chains: int) -> float:
@@ -55,8 +52,8 @@ def parts(data, pr, settings):
     import jax
     import jax.numpy as jnp
 
-    from bayes_dpreg import kernels as K
-    from bayes_dpreg.closed_form import party_terms
+    from bayes_dpreg.model.closed_form import party_terms
+    from bayes_dpreg.samplers import normalx as K
 
     d = data.z_tilde.shape[-1]
     jitter = lambda k: 1.0 + 1e-12 * jax.random.uniform(k)  # keeps XLA from hoisting the call out of the loop
@@ -71,24 +68,55 @@ def parts(data, pr, settings):
     return [
         ("normalx_step (full)", 1, lambda s, k: K.normalx_step(s._replace(rng_key=k), data, pr, settings).z),
         ("_sigma_x_draw (eq. 11)", 1, lambda s, k: K._sigma_x_draw(k, s.z["S"], data, pr)),
-        ("_S_move_collapsed", 1, lambda s, k: K._S_move_collapsed(
-            k, s.z["S"], s.adapt.log_alpha, s.z["sigma2"], s.z["Sigma_x"], data, pr)),
-        ("  _wishart_proposal", 1, lambda s, k: K._wishart_proposal(
-            k, s.z["S"], s.adapt.log_alpha, s.z["Sigma_x"], data)),
-        ("_level_moves", int(lv), lambda s, k: K._level_moves(
-            k, s.z["S"], s.z["Sigma_x"], s.z["sigma2"], s.adapt, s.iteration, data, pr, settings)[:2]),
-        ("  _group_move", int(lv), lambda s, k: K._group_move(
-            k, level(s), s.z["sigma2"], s.adapt.log_group_step, data, pr)),
-        ("  _eigen_moves (d moves)", int(lv), lambda s, k: K._eigen_moves(
-            k, level(s), s.z["sigma2"], s.adapt.basis, s.adapt.log_eigen_step, data, pr)),
-        ("  _noncentred_move", int(lv), lambda s, k: K._noncentred_move(
-            k, level(s), s.z["sigma2"], am_chol(s), data, pr)),
-        ("_update_theta_sigma2", 1, lambda s, k: K._update_theta_sigma2(
-            k, s.z["S"], s.z["theta"], s.z["sigma2"], s.adapt.log_step, data, pr, settings)),
-        ("_level_rest", (d + 3) * int(lv), lambda s, k: K._level_rest(
-            s.z["S"], s.z["Sigma_x"], s.z["sigma2"] * jitter(k), data, pr)),
-        ("party_terms (J parties)", 2 + (d + 3) * int(lv) + 3, lambda s, k: party_terms(
-            s.z["S"], data.z_tilde, s.z["sigma2"] * jitter(k), data.sigma_z**2)),
+        (
+            "_S_move_collapsed",
+            1,
+            lambda s, k: K._S_move_collapsed(k, s.z["S"], s.adapt.log_alpha, s.z["sigma2"], s.z["Sigma_x"], data, pr),
+        ),
+        (
+            "  _wishart_proposal",
+            1,
+            lambda s, k: K._wishart_proposal(k, s.z["S"], s.adapt.log_alpha, s.z["Sigma_x"], data),
+        ),
+        (
+            "_level_moves",
+            int(lv),
+            lambda s, k: K._level_moves(
+                k, s.z["S"], s.z["Sigma_x"], s.z["sigma2"], s.adapt, s.iteration, data, pr, settings
+            )[:2],
+        ),
+        (
+            "  _group_move",
+            int(lv),
+            lambda s, k: K._group_move(k, level(s), s.z["sigma2"], s.adapt.log_group_step, data, pr),
+        ),
+        (
+            "  _eigen_moves (d moves)",
+            int(lv),
+            lambda s, k: K._eigen_moves(k, level(s), s.z["sigma2"], s.adapt.basis, s.adapt.log_eigen_step, data, pr),
+        ),
+        (
+            "  _noncentred_move",
+            int(lv),
+            lambda s, k: K._noncentred_move(k, level(s), s.z["sigma2"], am_chol(s), data, pr),
+        ),
+        (
+            "_update_theta_sigma2",
+            1,
+            lambda s, k: K._update_theta_sigma2(
+                k, s.z["S"], s.z["theta"], s.z["sigma2"], s.adapt.log_step, data, pr, settings
+            ),
+        ),
+        (
+            "_level_rest",
+            (d + 3) * int(lv),
+            lambda s, k: K._level_rest(s.z["S"], s.z["Sigma_x"], s.z["sigma2"] * jitter(k), data, pr),
+        ),
+        (
+            "party_terms (J parties)",
+            2 + (d + 3) * int(lv) + 3,
+            lambda s, k: party_terms(s.z["S"], data.z_tilde, s.z["sigma2"] * jitter(k), data.sigma_z**2),
+        ),
         ("jnp.linalg.cholesky (J matrices)", None, lambda s, k: jnp.linalg.cholesky(s.z["S"] * jitter(k))),
         ("jnp.linalg.eigh (d x d)", 2 * int(lv), lambda s, k: jnp.linalg.eigh(s.z["Sigma_x"] * jitter(k))),
     ]
@@ -97,13 +125,13 @@ def parts(data, pr, settings):
 def static_profile(data, pr, settings, state) -> tuple[dict, collections.Counter]:
     import jax
 
-    from bayes_dpreg import kernels as K
+    from bayes_dpreg.samplers import normalx as K
 
     step = jax.jit(jax.vmap(lambda s: K.normalx_step(s, data, pr, settings)))
     comp = step.lower(state).compile()
     cost = comp.cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost
-    calls = collections.Counter(re.findall(r'custom_call_target="([^"]+)"', comp.as_text()))
+    calls = collections.Counter(re.findall(r'custom_call_target="([^"]+)"', comp.as_text() or ""))
     return dict(cost or {}), calls
 
 
@@ -122,9 +150,8 @@ def main(argv: list[str] | None = None) -> None:
 
     bd.enable_x64()
     bd.configure_threads()
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import speed
-    from bayes_dpreg import kernels as K
+    from bayes_dpreg.samplers import normalx as K
+    from benchmarks import speed
 
     sampler, st, pr = speed.prepared("normalx", speed.releases("normalx", args.d, args.J, 1))
     settings, _ = sampler.settings({}, args.d, 1000)
@@ -132,8 +159,9 @@ def main(argv: list[str] | None = None) -> None:
     keys = jax.random.split(jax.random.key(0), args.chains)
     state = jax.jit(jax.vmap(lambda k: K.normalx_init(k, data, pr, settings)))(keys)
     # the state after warm-up, so that the proposals have their adapted scales
-    state = jax.jit(jax.vmap(lambda s: jax.lax.fori_loop(
-        0, 1000, lambda i, x: K.normalx_step(x, data, pr, settings), s)))(state)
+    state = jax.jit(
+        jax.vmap(lambda s: jax.lax.fori_loop(0, 1000, lambda i, x: K.normalx_step(x, data, pr, settings), s))
+    )(state)
 
     t0 = time.perf_counter()
     rows = []
@@ -145,10 +173,10 @@ def main(argv: list[str] | None = None) -> None:
     lines = [
         f"# Profile of one MCMC-normalX iteration (d = {args.d}, J = {args.J}, {args.chains} chains)",
         "",
-        f"command: `python benchmarks/profile_normalx.py --d {args.d} --J {args.J} --chains {args.chains}"
+        f"command: `python -m benchmarks.profile_normalx --d {args.d} --J {args.J} --chains {args.chains}"
         f" --iterations {args.iterations}`",
         "",
-        f"- machine: {cpu_model()}, {os.cpu_count()} CPUs, {platform.system()} {platform.machine()}; "
+        f"- machine: {describe()}; "
         f"jax {jax.__version__} ({jax.default_backend()}); XLA CPU threads NPROC={os.environ.get('NPROC', 'unset')}",
         f"- data: the paper's simulation as in `benchmarks/speed.py` (n = 1e5, eps = 1); level moves "
         f"{'on' if settings.level_moves else 'off'}; state after 1,000 iterations; wall time "

@@ -1,6 +1,6 @@
 """Streaming release: rows per second and peak memory against n, each release in a fresh process.
 
-    python benchmarks/release_scaling.py [--sizes 1e6 1e7 1e8] [--d 20] [--sources generated parquet csv]
+    python -m benchmarks.release_scaling [--sizes 1e6 1e7 1e8] [--d 20] [--sources generated parquet csv]
 
 ``generated``: ``release`` of an iterator of (X, y) batches drawn on the fly (nothing stored).
 ``parquet`` / ``csv``: one file of ``n`` rows (Parquet in row groups of ``--row-group`` rows),
@@ -20,6 +20,8 @@ import os
 import subprocess
 import sys
 import tempfile
+
+from lab.machine import cpu_model
 
 CHILD = r"""
 import json, resource, sys, time, warnings
@@ -97,7 +99,6 @@ def main() -> None:
     import platform
 
     import pyarrow
-    from _machine import cpu_model  # this script's directory is on sys.path
 
     print(
         f"# {cpu_model()}, {len(os.sched_getaffinity(0))} CPUs, python {platform.python_version()}, pyarrow "

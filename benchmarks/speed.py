@@ -1,8 +1,8 @@
 """The speed table of issue 14: every sampler against d and J, one row per (method, d, J).
 
-    python benchmarks/speed.py                      # the full grid (long: see docs/results/speed/README.md)
-    python benchmarks/speed.py --quick              # d in {2, 5}, J in {1, 5}, 1/4/64 chains
-    python benchmarks/speed.py --dims 5 --parties 5 --methods normalx fixeds --chains 4 --no-fit
+    python -m benchmarks.speed                      # the full grid (long: see docs/results/speed/README.md)
+    python -m benchmarks.speed --quick              # d in {2, 5}, J in {1, 5}, 1/4/64 chains
+    python -m benchmarks.speed --dims 5 --parties 5 --methods normalx fixeds --chains 4 --no-fit
 
 Methods: every MCMC method of the sampler registry (``bayes_dpreg.samplers.SAMPLERS``, kind
 ``"mcmc"``) and the closed form ``fast``. Data: the paper's simulation (``bd.simulate``,
@@ -41,7 +41,7 @@ Columns:
 Each (method, d, J) is timed in its own process, abandoned after ``--cell-timeout`` seconds (fits:
 ``--fit-timeout``); a method that fails or times out is not run at larger d and J. Every process
 runs with one XLA CPU intra-op thread (``bayes_dpreg.configure_threads()``) unless
-``--xla-threads default``, and with the compiler options of :func:`bayes_dpreg.cache.fit_jit` for
+``--xla-threads default``, and with the compiler options of :func:`bayes_dpreg.runtime.cache.fit_jit` for
 the chain driver's programs unless ``--fast-compile off``. ``--device gpu`` runs every process on the GPU
 (:func:`bayes_dpreg.select_device`; an error where JAX has none). Writes ``<name>.md`` and ``<name>.csv`` under
 ``--out`` (``docs/results/speed/``; name ``speed``, or ``speed_quick`` with ``--quick``; ``_gpu`` appended on the
@@ -56,18 +56,19 @@ import datetime
 import json
 import math
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from _machine import cpu_model
+from lab.machine import describe
+from lab.paths import REPO, child_env
 
-ROOT = Path(__file__).resolve().parents[1]
 N_ROWS = 100_000
 EPSILON, DELTA = 1.0, 1e-5
 FULL = dict(dims=[2, 5, 10, 20], parties=[1, 5, 20], chains=[1, 4, 64, 1024])
@@ -91,23 +92,28 @@ def releases(method: str, d: int, J: int, seed: int) -> list:
     sampler = bd.SAMPLERS[method]
     sim = bd.simulate(N_ROWS, d, seed)
     xb, yb = float(np.linalg.norm(sim.X, axis=1).max()), float(np.abs(sim.y).max())
-    release, kw = bd.release, {}
+    release: Callable[..., Any] = bd.release
+    kw: dict[str, Any] = {}
     if sampler.needs_intercept:
         kw = {"intercept": True}
     elif "ssp" not in sampler.mechanisms:
         release = bd.release_bs
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return [release(X, y, epsilon=EPSILON, delta=DELTA, x_bound=xb, y_bound=yb, seed=[seed, j], **kw)
-                for j, (X, y) in enumerate(bd.split_parties(sim.X, sim.y, J))]
+        return [
+            release(
+                X, y, epsilon=EPSILON, delta=DELTA, x_bound=xb, y_bound=yb, seed=np.random.SeedSequence([seed, j]), **kw
+            )
+            for j, (X, y) in enumerate(bd.split_parties(sim.X, sim.y, J))
+        ]
 
 
 def prepared(method: str, stats: list):
     """``(sampler, stacked statistics, resolved prior)`` exactly as ``fit`` builds them."""
-    from bayes_dpreg.inference import resolve_prior
-    from bayes_dpreg.prior import prior_scales
-    from bayes_dpreg.release import stack_stats
+    from bayes_dpreg.model.prior import prior_scales
+    from bayes_dpreg.posterior.inference import resolve_prior
     from bayes_dpreg.samplers import get
+    from bayes_dpreg.stats import stack_stats
 
     sampler, st = get(method), stack_stats(stats)
     prior, scales = resolve_prior(None), prior_scales(st)
@@ -143,8 +149,11 @@ def iterations(chains: int, warmup: int, draws: int, budget: int) -> tuple[int, 
     return w, it - w
 
 
-COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration",
-                  "/jax/core/compile/backend_compile_duration")
+COMPILE_EVENTS = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "/jax/core/compile/backend_compile_duration",
+)
 
 
 def compile_seconds(fn, *args):
@@ -177,8 +186,17 @@ def run_kernel(sampler, st, pr, chains: int, warmup: int, draws: int, seed: int)
     data = sampler.data(st)
 
     def once(s):
-        out, _ = run_chains(sampler.kernel, data, pr, settings, jax.random.key(s), num_chains=chains,
-                            num_warmup=warmup, num_samples=draws, keep=("theta",))
+        out, _ = run_chains(
+            sampler.kernel,
+            data,
+            pr,
+            settings,
+            jax.random.key(s),
+            num_chains=chains,
+            num_warmup=warmup,
+            num_samples=draws,
+            keep=("theta",),
+        )
         return out["theta"]
 
     compile_s, _ = compile_seconds(once, seed)
@@ -222,16 +240,20 @@ def kernel_rows(method: str, d: int, J: int, args) -> dict:
         if c == ESS_CHAINS:
             row["ess_bulk"] = min_bulk_ess(theta)
             row["ess_per_s"] = row["ess_bulk"] / wall
-        print(f"  {method} d={d} J={J} chains={c}: {w}+{n} iterations, {row[f'us_{c}']:.1f} us/chain-iter, "
-              f"compile {compile_s:.1f} s", file=sys.stderr, flush=True)
+        print(
+            f"  {method} d={d} J={J} chains={c}: {w}+{n} iterations, {row[f'us_{c}']:.1f} us/chain-iter, "
+            f"compile {compile_s:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
     return row
 
 
 def cell(method: str, d: int, J: int, args, argv: list[str]) -> dict:
     """:func:`kernel_rows` in a new process (own compilation caches, killed after ``--cell-timeout``)."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--cell", method, str(d), str(J)] + argv
+    cmd = [sys.executable, "-m", "benchmarks.speed", "--cell", method, str(d), str(J)] + argv
     try:
-        res = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.cell_timeout)
+        res = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=args.cell_timeout, env=child_env())
     except subprocess.TimeoutExpired:
         return {"error": f"timeout {args.cell_timeout:.0f} s"}
     if res.returncode != 0:
@@ -244,11 +266,10 @@ import json, sys, time, warnings
 t0 = time.perf_counter()
 import bayes_dpreg as bd
 t_import = time.perf_counter() - t0
-sys.path.insert(0, {here!r})
-import speed
+from benchmarks import speed
 warnings.simplefilter("ignore")
 method, d, J = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-out = {{"import": t_import}}
+out = {"import": t_import}
 for label, seed in (("cold", 1), ("warm", 2)):
     stats = speed.releases(method, d, J, seed)
     t = time.perf_counter()
@@ -260,13 +281,17 @@ print(json.dumps(out))
 
 def fit_child(method: str, d: int, J: int, cache: str | None, timeout: float) -> dict:
     """Cold and warm ``fit`` in a new process (see the module docstring)."""
-    env = dict(os.environ)
+    env = child_env()  # the child imports benchmarks.speed from any working directory
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
     env["BAYES_DPREG_COMPILATION_CACHE"] = cache or "0"
-    code = CHILD.format(here=str(Path(__file__).resolve().parent))
     try:
-        res = subprocess.run([sys.executable, "-c", code, method, str(d), str(J)], env=env, capture_output=True,
-                             text=True, timeout=timeout)
+        res = subprocess.run(
+            [sys.executable, "-c", CHILD, method, str(d), str(J)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired:
         return {"error": f"timeout {timeout:.0f} s"}
     if res.returncode != 0:
@@ -283,10 +308,13 @@ def fit_rows(method: str, d: int, J: int, args) -> dict:
         row["cold_fit_cache_s"] = b.get("cold")
     else:
         a = fit_child(method, d, J, None, args.fit_timeout)
-    row.update(cold_fit_s=a.get("cold"), warm_fit_s=a.get("warm"), import_s=a.get("import"),
-               fit_error=a.get("error", ""))
-    print(f"  {method} d={d} J={J}: cold fit {row['cold_fit_s']}, warm fit {row['warm_fit_s']} {row['fit_error']}",
-          flush=True)
+    row.update(
+        cold_fit_s=a.get("cold"), warm_fit_s=a.get("warm"), import_s=a.get("import"), fit_error=a.get("error", "")
+    )
+    print(
+        f"  {method} d={d} J={J}: cold fit {row['cold_fit_s']}, warm fit {row['warm_fit_s']} {row['fit_error']}",
+        flush=True,
+    )
     return row
 
 
@@ -305,24 +333,27 @@ def header(args, argv: list[str]) -> list[str]:
     import jaxlib
     import numpyro
 
-    import bayes_dpreg as bd
-
     try:
-        commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
-                                text=True).stdout.strip() or "an unknown commit (not a git checkout)"
+        commit = (
+            subprocess.run(
+                ["git", "-C", str(REPO), "describe", "--always", "--dirty"], capture_output=True, text=True
+            ).stdout.strip()
+            or "an unknown commit (not a git checkout)"
+        )
     except OSError:
         commit = "an unknown commit"
     import arviz
 
+    from bayes_dpreg.runtime.cache import fit_compiler_options
+
     return [
-        f"command: `{' '.join(['python benchmarks/speed.py', *argv])}`",
+        f"command: `{' '.join(['python -m benchmarks.speed', *argv])}`",
         "",
-        f"- machine: {cpu_model()}, {os.cpu_count()} CPUs, {platform.system()} {platform.machine()}; "
-        f"JAX backend {jax.default_backend()} ({jax.device_count()} device(s))",
-        f"- python {platform.python_version()}, jax {jax.__version__}, jaxlib {jaxlib.__version__}, "
+        f"- machine: {describe()}; JAX backend {jax.default_backend()} ({jax.device_count()} device(s))",
+        f"- jax {jax.__version__}, jaxlib {jaxlib.__version__}, "
         f"numpyro {numpyro.__version__}, arviz {arviz.__version__}; float64",
         f"- XLA CPU intra-op threads: NPROC={os.environ.get('NPROC', 'unset (XLA default)')}; "
-        f"fit's compiler options: {bd.cache.fit_compiler_options() or 'XLA defaults'}",
+        f"fit's compiler options: {fit_compiler_options() or 'XLA defaults'}",
         f"- bayes_dpreg at {commit}; {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}",
         f"- data: paper's simulation, n = {N_ROWS:,}, eps = {EPSILON:g}, delta = {DELTA:g}; default prior; "
         f"iterations: each method's default warm-up + draws (1 and {ESS_CHAINS} chains), "
@@ -337,8 +368,12 @@ def table(rows: list[dict], chains: list[int], fits: bool, cache: bool) -> list[
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         cells = [r["method"], str(r["d"]), str(r["J"]), _fmt(r.get("compile_s"), 1)]
-        cells += [_fmt(r.get(f"us_{c}"), 1 if (r.get(f"us_{c}") or 100) < 10 else 0) if r.get(f"us_{c}") is not None
-                  else r.get(f"note_{c}", "—") for c in chains]
+        cells += [
+            _fmt(r.get(f"us_{c}"), 1 if (r.get(f"us_{c}") or 100) < 10 else 0)
+            if r.get(f"us_{c}") is not None
+            else r.get(f"note_{c}", "—")
+            for c in chains
+        ]
         cells += [_fmt(r.get("ess_per_s"))]
         cells += [_fmt_s(r.get("cold_fit_s")), _fmt_s(r.get("warm_fit_s"))] if fits else []
         cells += [_fmt_s(r.get("cold_fit_cache_s"))] if fits and cache else []
@@ -347,7 +382,7 @@ def table(rows: list[dict], chains: list[int], fits: bool, cache: bool) -> list[
 
 
 def main(argv: list[str] | None = None) -> None:
-    from bayes_dpreg.device import DEVICES
+    from bayes_dpreg.runtime.device import DEVICES
 
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -364,15 +399,27 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-fit", action="store_true", help="leave out the cold and warm fit columns")
     ap.add_argument("--cache", action="store_true", help="add the cold fit with a filled persistent cache")
     ap.add_argument("--fit-timeout", type=float, default=1800.0, help="seconds before a fit process is abandoned")
-    ap.add_argument("--cell-timeout", type=float, default=1800.0,
-                    help="seconds before the timing process of one (method, d, J) is abandoned")
+    ap.add_argument(
+        "--cell-timeout",
+        type=float,
+        default=1800.0,
+        help="seconds before the timing process of one (method, d, J) is abandoned",
+    )
     ap.add_argument("--cell", nargs=3, metavar=("METHOD", "D", "J"), help=argparse.SUPPRESS)
     ap.add_argument("--xla-threads", choices=["1", "default"], default="1")
-    ap.add_argument("--fast-compile", choices=["on", "off"], default="on",
-                    help="off: fit's programs with XLA's default compiler options (BAYES_DPREG_FAST_COMPILE=0)")
-    ap.add_argument("--device", choices=sorted(DEVICES), default="cpu",
-                    help="where JAX computes (bayes_dpreg.select_device; the timing and fit processes inherit it)")
-    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "speed")
+    ap.add_argument(
+        "--fast-compile",
+        choices=["on", "off"],
+        default="on",
+        help="off: fit's programs with XLA's default compiler options (BAYES_DPREG_FAST_COMPILE=0)",
+    )
+    ap.add_argument(
+        "--device",
+        choices=sorted(DEVICES),
+        default="cpu",
+        help="where JAX computes (bayes_dpreg.select_device; the timing and fit processes inherit it)",
+    )
+    ap.add_argument("--out", type=Path, default=REPO / "docs" / "results" / "speed")
     ap.add_argument("--name", help="file name stem (default: speed, or speed_quick with --quick)")
     args = ap.parse_args(argv)
     grid = QUICK if args.quick else FULL
@@ -389,7 +436,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         select_device(args.device)  # likewise: JAX_PLATFORMS for this process and its children
     except RuntimeError as exc:
-        sys.exit(f"benchmarks/speed.py: {exc}")
+        sys.exit(f"python -m benchmarks.speed: {exc}")
     if args.cell:  # one (method, d, J) in this process: its row as JSON on the last line
         from bayes_dpreg import enable_x64
 
@@ -402,7 +449,8 @@ def main(argv: list[str] | None = None) -> None:
     name = args.name or ("speed_quick" if args.quick else "speed") + ("_gpu" if args.device == "gpu" else "")
 
     t_start, load_start = time.perf_counter(), os.getloadavg()[0]
-    rows, failed = [], {}
+    rows: list[dict] = []
+    failed: dict[str, tuple[int, int, str]] = {}
     for d in args.dims:
         for J in args.parties:
             for m in args.methods:
@@ -416,7 +464,7 @@ def main(argv: list[str] | None = None) -> None:
                     if not args.no_fit and not row.get("error"):
                         row.update(fit_rows(m, d, J, args))
                     if row.get("error") or row.get("fit_error"):
-                        failed.setdefault(m, (d, J, row.get("error") or row.get("fit_error")))
+                        failed.setdefault(m, (d, J, str(row.get("error") or row.get("fit_error"))))
                 rows.append(row)
                 write(rows, args, argv, name, t_start, load_start, complete=False)
     lines = write(rows, args, argv, name, t_start, load_start, complete=True)
@@ -424,8 +472,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"wrote {args.out / name}.md and .csv")
 
 
-def write(rows: list[dict], args, argv: list[str], name: str, t_start: float, load_start: float,
-          complete: bool) -> list[str]:
+def write(
+    rows: list[dict], args, argv: list[str], name: str, t_start: float, load_start: float, complete: bool
+) -> list[str]:
     """The Markdown and CSV files of the rows so far (rewritten after every row, so that an
     interrupted run leaves what it measured)."""
     wall = time.perf_counter() - t_start
@@ -433,21 +482,43 @@ def write(rows: list[dict], args, argv: list[str], name: str, t_start: float, lo
     imports = [r["import_s"] for r in rows if r.get("import_s")]
     if imports:
         head.append(f"- `import bayes_dpreg` in the fit processes: median {statistics.median(imports):.1f} s")
-    head.append(f"- wall time of this run: {wall / 60:.1f} min{'' if complete else ' so far (incomplete)'}; load "
-                f"average (1 min) {load_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
-                f"({os.cpu_count()} CPUs: above that, other processes shared them)")
-    lines = [f"# Speed of the samplers ({name})", "", *head, "", *table(rows, args.chains, not args.no_fit, args.cache), ""]
-    lines += ["seq.: NUTS runs its chains one after another (`vectorize=False`): the cost per chain-iteration "
-              "is that of 1 chain. skip: projected beyond --max-seconds. exact: closed form, no chain. —: not "
-              "measured (see below)."]
-    lines += [f"- {r['method']} d={r['d']} J={r['J']}: {r.get('error') or ''} {r.get('fit_error') or ''}".rstrip()
-              for r in rows if r.get("error") or r.get("fit_error")]
+    head.append(
+        f"- wall time of this run: {wall / 60:.1f} min{'' if complete else ' so far (incomplete)'}; load "
+        f"average (1 min) {load_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
+        f"({os.cpu_count()} CPUs: above that, other processes shared them)"
+    )
+    lines = [
+        f"# Speed of the samplers ({name})",
+        "",
+        *head,
+        "",
+        *table(rows, args.chains, not args.no_fit, args.cache),
+        "",
+    ]
+    lines += [
+        "seq.: NUTS runs its chains one after another (`vectorize=False`): the cost per chain-iteration "
+        "is that of 1 chain. skip: projected beyond --max-seconds. exact: closed form, no chain. —: not "
+        "measured (see below)."
+    ]
+    lines += [
+        f"- {r['method']} d={r['d']} J={r['J']}: {r.get('error') or ''} {r.get('fit_error') or ''}".rstrip()
+        for r in rows
+        if r.get("error") or r.get("fit_error")
+    ]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{name}.md").write_text("\n".join(lines) + "\n")
     fields = ["method", "d", "J", "warmup", "draws", "compile_s"]
     fields += [f"{k}_{c}" for c in args.chains for k in ("us", "cpu_us", "iters", "note")]
-    fields += ["ess_bulk", "ess_per_s", "cold_fit_s", "warm_fit_s", "cold_fit_cache_s", "import_s", "error",
-               "fit_error"]
+    fields += [
+        "ess_bulk",
+        "ess_per_s",
+        "cold_fit_s",
+        "warm_fit_s",
+        "cold_fit_cache_s",
+        "import_s",
+        "error",
+        "fit_error",
+    ]
     with open(args.out / f"{name}.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fields, extrasaction="ignore")
         w.writeheader()

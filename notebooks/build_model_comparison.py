@@ -20,7 +20,7 @@ import numpy as np
 import arviz as az
 import matplotlib.pyplot as plt
 import bayes_dpreg as bd
-from bayes_dpreg.data import POWER_PLANT_FEATURES
+from bayes_dpreg.datasets import POWER_PLANT_FEATURES
 
 warnings.simplefilter("ignore", bd.SeededReleaseWarning)  # seeded here only to make the notebook reproducible
 warnings.simplefilter("ignore", bd.ClippingWarning)  # 7 of 7,654 rows lie beyond ||x|| <= 4 (told to their party)

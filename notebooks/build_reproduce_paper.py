@@ -13,7 +13,7 @@ method's point estimate against eps, for d in {2, 5} and J in {1, 5, 10} parties
 (n = 1e5 rows in all, 50 simulated data sets per cell). The replications were run by
 
 ```bash
-python paper/reproduce.py fig2 --workers 2 --out docs/results/fig2
+python -m paper.reproduce fig2 --workers 2 --out docs/results/fig2
 ```
 
 (`docs/paper_reproduction.md` says how long it took and how it compares with the paper);

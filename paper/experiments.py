@@ -9,15 +9,17 @@
 
 Every replication is one draw of the release noise (and, for simulated data, of the data).
 The MCMC methods run one chain per replication, all replications of a cell at once
-(``vmap`` of a ``lax.scan`` over the pure kernels of :mod:`bayes_dpreg.kernels` and
-:mod:`bayes_dpreg.bernstein_sheldon`), ``num_iterations`` in all with the first half as warm-up, as in the
+(``vmap`` of a ``lax.scan`` over the pure kernels of :mod:`bayes_dpreg.samplers.normalx`,
+:mod:`bayes_dpreg.samplers.fixeds` and :mod:`bayes_dpreg.samplers.bs`), ``num_iterations`` in all with the
+first half as warm-up, as in the
 paper. ``calibration="as_published"`` reproduces the authors' (under-calibrated, not
 private) noise; ``"auto"`` is the correct analytic calibration. As in the paper, the bounds
 ``||X||`` and ``||Y||`` are the data's own maxima (not private; a real release declares them).
 
 This is the paper's experiment code, not part of the library (it is not in the wheel): run it
-with ``python paper/reproduce.py`` (``paper/README.md``), or import it with ``paper/`` on
-``sys.path``. Spawned worker processes (``workers > 1``) inherit that ``sys.path``.
+with ``python -m paper.reproduce`` from the repository's root (``paper/README.md``), or import it as
+``paper.experiments`` with that root on the import path; spawned worker processes (``workers > 1``)
+import it by that name.
 """
 
 from __future__ import annotations
@@ -25,66 +27,103 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import csv
+import functools
 import math
 import multiprocessing
 import os
 import time
 import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
+from typing import Any, Literal, NamedTuple, cast
 
-import bayes_dpreg
 import jax
 import jax.numpy as jnp
 import numpy as np
-from bayes_dpreg.closed_form import adassp_estimate, adassp_ridge, fast_posterior, nig_posterior
-from bayes_dpreg.data import load_dataset, paper_scale_matrix, simulate, split_parties
-from bayes_dpreg.diagnostics import median_bandwidth, mmd2_unbiased
-from bayes_dpreg.hierarchical import model_data
-from bayes_dpreg.prior import Prior, prior_scales
-from bayes_dpreg.privacy import ClippingWarning, NotPrivateWarning
-from bayes_dpreg.release import NoisyStats, release, release_adassp, release_bs, stack_stats
+
+import bayes_dpreg
+from bayes_dpreg.datasets import load_dataset, paper_scale_matrix, simulate, split_parties
+from bayes_dpreg.model.closed_form import adassp_estimate, adassp_ridge, fast_posterior, nig_posterior
+from bayes_dpreg.model.densities import model_data
+from bayes_dpreg.model.prior import Prior, prior_scales
+from bayes_dpreg.posterior.diagnostics import median_bandwidth, mmd2_unbiased
+from bayes_dpreg.release.mechanisms import release, release_adassp, release_bs
+from bayes_dpreg.release.noisy_stats import NoisyStats
+from bayes_dpreg.release.privacy import ClippingWarning, NotPrivateWarning
 from bayes_dpreg.samplers import SAMPLERS
 from bayes_dpreg.samplers import get as get_sampler
 from bayes_dpreg.samplers.base import run_batched, stack_trees
 from bayes_dpreg.samplers.fast import fast_sigma2
+from bayes_dpreg.stats import stack_stats
+from lab.machine import describe
+from lab.paths import DATA_DIR
+from lab.rows import write_rows
 
 bayes_dpreg.enable_x64()  # this script calls the low-level modules (kernels, closed forms) directly
 
 __all__ = [
-    "PAPER_EPS", "PAPER_TABLE1", "METHODS", "paper_prior", "Replicate", "make_replicates",
-    "run_methods", "data_replicates", "fig2", "summarise_fig2", "table1", "fig3", "fig4", "coverage", "write_csv",
+    "PAPER_EPS",
+    "PAPER_TABLE1",
+    "METHODS",
+    "paper_prior",
+    "Replicate",
+    "make_replicates",
+    "run_methods",
+    "data_replicates",
+    "fig2",
+    "summarise_fig2",
+    "table1",
+    "fig3",
+    "fig4",
+    "coverage",
+    "write_csv",
     "default_data_dir",
 ]
+
+Calibration = Literal["auto", "joint", "split", "as_published"]  # of the releases
+SigmaRule = Literal["text", "code"] | float  # Bayes-fixedS-fast's sigma_y^2 (samplers.fast.fast_sigma2)
 
 PAPER_EPS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 METHODS = ("normalx", "fixeds", "fast", "bs", "adassp")
 BAYES_METHODS = ("normalx", "fixeds", "fast", "bs")
-LABELS = {**{name: s.label for name, s in SAMPLERS.items()}, "naive": "naive (noise ignored)",
-          "nonprivate": "non-private"}
+LABELS = {
+    **{name: s.label for name, s in SAMPLERS.items()},
+    "naive": "naive (noise ignored)",
+    "nonprivate": "non-private",
+}
 
 # Table 1 of the paper (test MSE, eps = 1): data set -> J -> method -> value
 PAPER_TABLE1: dict[str, dict[int, dict[str, float]]] = {
-    "power_plant": {1: dict(normalx=.0129, fixeds=.0129, fast=.0129, bs=.0128, adassp=.0139),
-                    5: dict(normalx=.0133, fixeds=.0134, fast=.0134, bs=.0136, adassp=.0235),
-                    10: dict(normalx=.0142, fixeds=.0143, fast=.0143, bs=.0143, adassp=.0351)},
-    "bike_sharing": {1: dict(normalx=.0024, fixeds=.0021, fast=.0021, bs=.0020, adassp=.0107),
-                     5: dict(normalx=.0174, fixeds=.0045, fast=.0045, bs=.0086, adassp=.0382),
-                     10: dict(normalx=.0812, fixeds=.0082, fast=.0082, bs=.0137, adassp=.0526)},
-    "air_quality": {1: dict(normalx=.0060, fixeds=.0057, fast=.0057, bs=.0062, adassp=.0066),
-                    5: dict(normalx=.0142, fixeds=.0100, fast=.0099, bs=.0130, adassp=.0227),
-                    10: dict(normalx=.0985, fixeds=.0117, fast=.0117, bs=.0216, adassp=.0314)},
+    "power_plant": {
+        1: dict(normalx=0.0129, fixeds=0.0129, fast=0.0129, bs=0.0128, adassp=0.0139),
+        5: dict(normalx=0.0133, fixeds=0.0134, fast=0.0134, bs=0.0136, adassp=0.0235),
+        10: dict(normalx=0.0142, fixeds=0.0143, fast=0.0143, bs=0.0143, adassp=0.0351),
+    },
+    "bike_sharing": {
+        1: dict(normalx=0.0024, fixeds=0.0021, fast=0.0021, bs=0.0020, adassp=0.0107),
+        5: dict(normalx=0.0174, fixeds=0.0045, fast=0.0045, bs=0.0086, adassp=0.0382),
+        10: dict(normalx=0.0812, fixeds=0.0082, fast=0.0082, bs=0.0137, adassp=0.0526),
+    },
+    "air_quality": {
+        1: dict(normalx=0.0060, fixeds=0.0057, fast=0.0057, bs=0.0062, adassp=0.0066),
+        5: dict(normalx=0.0142, fixeds=0.0100, fast=0.0099, bs=0.0130, adassp=0.0227),
+        10: dict(normalx=0.0985, fixeds=0.0117, fast=0.0117, bs=0.0216, adassp=0.0314),
+    },
 }
-DATASET_FILES = {"power_plant": "power_plant_energy.csv", "bike_sharing": "bike_sharing.csv",
-                 "air_quality": "air_quality.csv"}
+DATASET_FILES = {
+    "power_plant": "power_plant_energy.csv",
+    "bike_sharing": "bike_sharing.csv",
+    "air_quality": "air_quality.csv",
+}
 DATASET_NA: dict[str, tuple[float, ...]] = {}  # -200 sensor codes are kept as values, as MATLAB load does
 
 
 def paper_prior(d: int, Lambda: np.ndarray | None = None) -> Prior:
     """The experiments' prior (authors' code, ``models/alparslan2023.toml``): ``a = 20, b = 0.5``,
     ``C = 38 I``, NIG precision ``b/(a-1) I``, ``kappa = d + 1``, ``Lambda`` given (``V^T V``)."""
-    return Prior(m=0.0, C=38.0, a=20.0, b=0.5, Lambda=1.0 if Lambda is None else Lambda, kappa=d + 1.0,
-                 nig_precision=0.5 / 19.0)
+    return Prior(
+        m=0.0, C=38.0, a=20.0, b=0.5, Lambda=1.0 if Lambda is None else Lambda, kappa=d + 1.0, nig_precision=0.5 / 19.0
+    )
 
 
 class Replicate(NamedTuple):
@@ -99,16 +138,24 @@ class Replicate(NamedTuple):
     exact: tuple[np.ndarray, np.ndarray, float, int]  # non-private S, z, y^T y, n (for MMD / reference)
 
 
-def _release_all(parts: Sequence[tuple[np.ndarray, np.ndarray]], epsilon: float, delta: float, x_bound: float,
-                 y_bound: float, calibration: str, seed: np.random.SeedSequence) -> tuple[list, list, list]:
+def _release_all(
+    parts: Sequence[tuple[np.ndarray, np.ndarray]],
+    epsilon: float,
+    delta: float,
+    x_bound: float,
+    y_bound: float,
+    calibration: str,
+    seed: np.random.SeedSequence,
+) -> tuple[list, list, list]:
     """Each party's three releases (SSP, adaSSP, B&S) with independent noise."""
-    bs_cal = "as_published" if calibration == "as_published" else "joint"
+    cal = cast(Calibration, calibration)  # a name from the command line; release() rejects an unknown one
+    bs_cal: Literal["joint", "as_published"] = "as_published" if calibration == "as_published" else "joint"
     ssp, ada, bss = [], [], []
     for (X, y), ss in zip(parts, seed.spawn(len(parts))):
         s1, s2, s3 = ss.spawn(3)
-        kw = dict(epsilon=epsilon, delta=delta, x_bound=x_bound, y_bound=y_bound)
-        ssp.append(release(X, y, calibration=calibration, seed=s1, **kw))
-        ada.append(release_adassp(X, y, calibration=calibration, seed=s2, **kw))
+        kw: dict[str, Any] = dict(epsilon=epsilon, delta=delta, x_bound=x_bound, y_bound=y_bound)
+        ssp.append(release(X, y, calibration=cal, seed=s1, **kw))
+        ada.append(release_adassp(X, y, calibration=cal, seed=s2, **kw))
         bss.append(release_bs(X, y, calibration=bs_cal, seed=s3, **kw))
     return ssp, ada, bss
 
@@ -130,9 +177,18 @@ def matched_prior(d: int, Lambda: np.ndarray | None = None) -> Prior:
 PRIORS: dict[str, Callable[[int, np.ndarray | None], Prior]] = {"paper": paper_prior, "matched": matched_prior}
 
 
-def make_replicates(*, n: int, d: int, J: int, epsilon: float, reps: int, seed: int,
-                    calibration: str = "auto", delta: float | None = None,
-                    prior: Callable[[int, np.ndarray], Prior] = paper_prior) -> list[Replicate]:
+def make_replicates(
+    *,
+    n: int,
+    d: int,
+    J: int,
+    epsilon: float,
+    reps: int,
+    seed: int,
+    calibration: str = "auto",
+    delta: float | None = None,
+    prior: Callable[[int, np.ndarray], Prior] = paper_prior,
+) -> list[Replicate]:
     """Simulated replications (Sec. 5.1): ``Lambda = V^T V``, ``theta ~ N(0, I)``, ``Sigma_x ~ IW(Lambda,
     d + 1)``, ``x_i ~ N(0, Sigma_x)``, ``sigma_y = 1``; ``delta = 1/n`` by default. Replication ``r``
     uses ``SeedSequence(seed, spawn_key=(d, J, r))`` for the data and its child for the noise, so
@@ -154,6 +210,7 @@ def make_replicates(*, n: int, d: int, J: int, epsilon: float, reps: int, seed: 
 
 # -- batched samplers -------------------------------------------------------------------------
 
+
 def _stack(trees: Sequence[Any]) -> Any:
     return stack_trees(trees)
 
@@ -170,11 +227,22 @@ def _resolved(reps: Sequence[Replicate], d: int) -> Any:
     return _stack([r.prior.resolve(d, prior_scales(stack_stats(r.ssp))) for r in reps])
 
 
-def _mcmc_batch(name: str, reps: Sequence[Replicate], prs: Any, key: jax.Array, num_iterations: int, thin: int,
-                num_chains: int, num_warmup: int | None, options: dict) -> MethodOutput:
+def _mcmc_batch(
+    name: str,
+    reps: Sequence[Replicate],
+    prs: Any,
+    key: jax.Array,
+    num_iterations: int,
+    thin: int,
+    num_chains: int,
+    num_warmup: int | None,
+    options: dict,
+) -> MethodOutput:
     """One registered MCMC sampler on every replication at once (:func:`bayes_dpreg.samplers.run_batched`);
     ``num_warmup`` defaults to half of ``num_iterations`` (as in the paper)."""
     sampler = get_sampler(name)
+    if sampler.kernel is None or sampler.data is None or sampler.settings is None:
+        raise ValueError(f"{name} is not a chain sampler (no kernel)")
     d = reps[0].ssp[0].d
     num_warmup = num_iterations // 2 if num_warmup is None else num_warmup
     settings, rest = sampler.settings(dict(options), d, num_warmup)
@@ -182,8 +250,18 @@ def _mcmc_batch(name: str, reps: Sequence[Replicate], prs: Any, key: jax.Array, 
         raise TypeError(f"{name}: unexpected options {sorted(rest)}")
     data = _stack([sampler.data(stack_stats(r.bs if name == "bs" else r.ssp)) for r in reps])
     num_draws = (num_iterations - num_warmup) // thin
-    draws, info, mean = run_batched(sampler.kernel, data, prs, settings, key, num_chains=num_chains,
-                                    num_warmup=num_warmup, num_samples=num_draws, thin=thin, keep=("theta",))
+    draws, info, mean = run_batched(
+        sampler.kernel,
+        data,
+        prs,
+        settings,
+        key,
+        num_chains=num_chains,
+        num_warmup=num_warmup,
+        num_samples=num_draws,
+        thin=thin,
+        keep=("theta",),
+    )
     theta = draws["theta"]  # (R, chain, L, d)
     rhat = ess = None
     if num_chains > 1:
@@ -204,10 +282,19 @@ def _theta_diagnostics(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(rhat), np.asarray(ess)
 
 
-def run_methods(reps: Sequence[Replicate], methods: Iterable[str], *, num_iterations: int = 10_000,
-                thin: int = 50, seed: int = 0, fast_draws: int = 100, fast_sigma2_rule: str = "code",
-                num_chains: int = 1, num_warmup: int | None = None,
-                options: dict[str, dict] | None = None) -> dict[str, MethodOutput]:
+def run_methods(
+    reps: Sequence[Replicate],
+    methods: Iterable[str],
+    *,
+    num_iterations: int = 10_000,
+    thin: int = 50,
+    seed: int = 0,
+    fast_draws: int = 100,
+    fast_sigma2_rule: SigmaRule = "code",
+    num_chains: int = 1,
+    num_warmup: int | None = None,
+    options: dict[str, dict] | None = None,
+) -> dict[str, MethodOutput]:
     """Run ``methods`` on all replications of one cell (each method batched over replications).
     MCMC methods run ``num_chains`` chains of ``num_iterations`` (``num_warmup``, default
     half, discarded); ``options`` per method (e.g. ``{"normalx": {"level_moves": True}}``)."""
@@ -221,19 +308,21 @@ def run_methods(reps: Sequence[Replicate], methods: Iterable[str], *, num_iterat
         if name in ("fast", "naive"):
             out[name] = _fast_batch(ssp_data, prs, k, fast_draws, fast_sigma2_rule, naive=name == "naive")
         elif name == "adassp":
-            st = _stack([stack_stats(r.adassp) for r in reps])
+            st = _stack([stack_stats(r.adassp).arrays() for r in reps])
             ridge = jax.vmap(lambda lm, e, dl, xb: adassp_ridge(lm, e, dl, xb, d))(
-                st.lambda_min, st.epsilon, st.delta, st.x_bound)
+                st.lambda_min, st.epsilon, st.delta, st.x_bound
+            )
             out[name] = MethodOutput(np.asarray(jax.vmap(adassp_estimate)(st.S, st.z, ridge)), None)
         elif name in SAMPLERS and SAMPLERS[name].kernel is not None:
-            out[name] = _mcmc_batch(name, reps, prs, k, num_iterations, thin, num_chains, num_warmup,
-                                    (options or {}).get(name, {}))
+            out[name] = _mcmc_batch(
+                name, reps, prs, k, num_iterations, thin, num_chains, num_warmup, (options or {}).get(name, {})
+            )
         else:
             raise ValueError(f"unknown method {name!r}")
     return out
 
 
-def _fast_batch(data: Any, prs: Any, key: jax.Array, num: int, rule: str, naive: bool) -> MethodOutput:
+def _fast_batch(data: Any, prs: Any, key: jax.Array, num: int, rule: SigmaRule, naive: bool) -> MethodOutput:
     """Bayes-fixedS-fast (Alg. 3) per replication; ``naive``: the same with ``sigma_z = 0``, the
     posterior that treats ``nearestPSD(S~)``, ``z~`` as exact (beyond the paper, for coverage)."""
     s2 = jnp.asarray([fast_sigma2(float(b), rule) for b in np.asarray(data.y_bound)])
@@ -250,12 +339,23 @@ def _fast_batch(data: Any, prs: Any, key: jax.Array, num: int, rule: str, naive:
 
 # -- metrics ----------------------------------------------------------------------------------
 
+
+def _truth(reps: Sequence[Replicate]) -> tuple[np.ndarray, np.ndarray]:
+    """The true ``theta`` and ``Sigma_x`` of simulated replications, stacked."""
+    thetas, sigmas = [], []
+    for r in reps:
+        if r.theta is None or r.Sigma_x is None:
+            raise ValueError("these metrics need simulated replications (a known theta and Sigma_x)")
+        thetas.append(r.theta)
+        sigmas.append(r.Sigma_x)
+    return np.stack(thetas), np.stack(sigmas)
+
+
 def sim_metrics(out: dict[str, MethodOutput], reps: Sequence[Replicate]) -> dict[str, dict[str, np.ndarray]]:
     """Per method and replication: ``mse = |E[theta] - theta*|^2 / d`` and the prediction error
     ``tr(Sigma_x E[(theta - theta*)(theta - theta*)^T])``, ``E`` over the posterior draws (over the
     point estimate for adaSSP, whose expectation is then ``e^T Sigma_x e``)."""
-    theta = np.stack([r.theta for r in reps])
-    Sig = np.stack([r.Sigma_x for r in reps])
+    theta, Sig = _truth(reps)
     res = {}
     for name, o in out.items():
         err = o.mean - theta
@@ -273,22 +373,24 @@ def nonprivate_posterior(r: Replicate) -> Any:
     """The exact non-private posterior (NIG prior of the authors' code; App. D reference)."""
     S, z, yty, n = r.exact
     pr = r.prior.resolve(S.shape[0])
-    return nig_posterior(jnp.asarray(S), jnp.asarray(z), yty, n, jnp.asarray(pr.m), jnp.asarray(pr.nig_precision),
-                         pr.a, pr.b)
+    return nig_posterior(
+        jnp.asarray(S),
+        jnp.asarray(z),
+        jnp.asarray(yty),
+        jnp.asarray(n),
+        jnp.asarray(pr.m),
+        jnp.asarray(pr.nig_precision),
+        pr.a,
+        pr.b,
+    )
 
 
 # -- output -----------------------------------------------------------------------------------
 
+
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
     """Write rows atomically (a temporary file, then a rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    tmp.replace(path)
-    return path
+    return write_rows(path, rows)
 
 
 @contextlib.contextmanager
@@ -317,22 +419,17 @@ def _summary(values: np.ndarray) -> tuple[float, float, float, float]:
     return m, se, m - 1.645 * se, m + 1.645 * se
 
 
-def _machine() -> str:
-    import os
-    import platform
-
-    return f"{platform.machine()} {platform.processor() or ''} {os.cpu_count()} CPUs, {platform.system()}, " \
-           f"jax {jax.__version__} ({jax.default_backend()})".replace("  ", " ")
-
-
 def _write_run(out: Path, title: str, command: str, wall: float, extra: str = "") -> None:
-    text = (f"# {title}\n\ncommand: `{command}`\n\nmachine: {_machine()}\n\nwall time: {wall:.0f} s "
-            f"({wall / 60:.1f} min)\n\n{extra}")
+    text = (
+        f"# {title}\n\ncommand: `{command}`\n\nmachine: {describe('jax')}\n\nwall time: {wall:.0f} s "
+        f"({wall / 60:.1f} min)\n\n{extra}"
+    )
     (out / "run.md").write_text(text)
 
 
-def _mmd_rows(o: dict[str, MethodOutput], reps: Sequence[Replicate], key: jax.Array,
-              num_reference: int = 2000) -> dict[str, np.ndarray]:
+def _mmd_rows(
+    o: dict[str, MethodOutput], reps: Sequence[Replicate], key: jax.Array, num_reference: int = 2000
+) -> dict[str, np.ndarray]:
     """App. D: unbiased MMD^2 (Gaussian kernel, median-heuristic bandwidth of the reference) between
     each method's thinned draws and ``num_reference`` exact non-private draws, per replication."""
     res: dict[str, list[float]] = {m: [] for m in o if o[m].draws is not None}
@@ -342,32 +439,49 @@ def _mmd_rows(o: dict[str, MethodOutput], reps: Sequence[Replicate], key: jax.Ar
         ref = np.asarray(ref)
         bw = median_bandwidth(ref, ref, max_points=500, seed=r)
         for m in res:
-            res[m].append(mmd2_unbiased(o[m].draws[r], ref, bw))
+            draws = o[m].draws
+            assert draws is not None  # the methods of res have draws
+            res[m].append(mmd2_unbiased(draws[r], ref, bw))
     return {m: np.asarray(v) for m, v in res.items()}
 
 
-def simulated_cell(*, d: int, J: int, epsilon: float, reps: int, n: int = 100_000, num_iterations: int = 10_000,
-                   thin: int = 50, calibration: str = "auto", methods: Sequence[str] = METHODS, seed: int = 0,
-                   mmd: bool = False, prior: str = "paper") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def simulated_cell(
+    *,
+    d: int,
+    J: int,
+    epsilon: float,
+    reps: int,
+    n: int = 100_000,
+    num_iterations: int = 10_000,
+    thin: int = 50,
+    calibration: str = "auto",
+    methods: Sequence[str] = METHODS,
+    seed: int = 0,
+    mmd: bool = False,
+    prior: str = "paper",
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One (d, J, eps) cell of Fig. 2 (and Fig. 4 with ``mmd``): per-replication metric rows.
     ``prior``: a name in :data:`PRIORS`."""
     with _quiet_releases():
-        rr = make_replicates(n=n, d=d, J=J, epsilon=epsilon, reps=reps, seed=seed, calibration=calibration,
-                             prior=PRIORS[prior])
+        rr = make_replicates(
+            n=n, d=d, J=J, epsilon=epsilon, reps=reps, seed=seed, calibration=calibration, prior=PRIORS[prior]
+        )
     out, seconds = {}, {}
     for i, m in enumerate(methods):
         t = time.perf_counter()
         out.update(run_methods(rr, [m], num_iterations=num_iterations, thin=thin, seed=seed + i))
         seconds[m] = time.perf_counter() - t
     met = sim_metrics(out, rr)
-    theta = np.stack([r.theta for r in rr])
-    Sig = np.stack([r.Sigma_x for r in rr])
+    theta, Sig = _truth(rr)
     npm = np.stack([np.asarray(nonprivate_posterior(r).mean) for r in rr])
     e = npm - theta
     met["nonprivate"] = {"mse": (e**2).mean(-1), "pred": np.einsum("ri,rij,rj->r", e, Sig, e)}
     base = {"d": d, "J": J, "epsilon": epsilon, "calibration": calibration}
-    rows = [dict(base, method=m, rep=i, mse=float(v["mse"][i]), pred=float(v["pred"][i]),
-                 cell_seconds=seconds.get(m, 0.0)) for m, v in met.items() for i in range(reps)]
+    rows = [
+        dict(base, method=m, rep=i, mse=float(v["mse"][i]), pred=float(v["pred"][i]), cell_seconds=seconds.get(m, 0.0))
+        for m, v in met.items()
+        for i in range(reps)
+    ]
     mrows = []
     if mmd:
         for m, v in _mmd_rows(out, rr, jax.random.key(seed + 1)).items():
@@ -375,8 +489,12 @@ def simulated_cell(*, d: int, J: int, epsilon: float, reps: int, n: int = 100_00
     return rows, mrows
 
 
-def _run_cells(fn: Callable[..., Any], cells: Sequence[dict[str, Any]], workers: int,
-               done: Callable[[dict[str, Any], Any, float], None]) -> list[Any]:
+def _run_cells(
+    fn: Callable[..., Any],
+    cells: Sequence[dict[str, Any]],
+    workers: int,
+    done: Callable[[dict[str, Any], Any, float], None],
+) -> list[Any]:
     """``fn(**cell)`` for every cell, in ``workers`` processes when ``workers > 1`` (spawned: JAX
     must not be forked). Cells are submitted in the given order, so put the longest first.
     ``done(cell, result, seconds)`` is called as each finishes (in completion order); the results
@@ -387,7 +505,7 @@ def _run_cells(fn: Callable[..., Any], cells: Sequence[dict[str, Any]], workers:
             results[i], seconds = _timed_call(fn, c)
             done(c, results[i], seconds)
         return results
-    from bayes_dpreg.threads import configure_threads  # each worker: one XLA CPU thread before it computes
+    from bayes_dpreg.runtime.threads import configure_threads  # each worker: one XLA CPU thread before it computes
 
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=ctx, initializer=configure_threads) as pool:
@@ -411,13 +529,25 @@ def _aggregate(rows: list[dict[str, Any]], keys: Sequence[str], value: str) -> l
     out = []
     for g, vals in groups.items():
         m, se, lo, hi = _summary(np.asarray(vals))
-        out.append(dict(zip(keys, g), **{value: m, f"{value}_se": se, f"{value}_lo90": lo, f"{value}_hi90": hi,
-                                         f"{value}_median": float(np.median(vals)), "reps": len(vals)}))
+        out.append(
+            dict(
+                zip(keys, g),
+                **{
+                    value: m,
+                    f"{value}_se": se,
+                    f"{value}_lo90": lo,
+                    f"{value}_hi90": hi,
+                    f"{value}_median": float(np.median(vals)),
+                    "reps": len(vals),
+                },
+            )
+        )
     return out
 
 
-def _plot_grid(summary: list[dict[str, Any]], value: str, ylabel: str, path: Path, rows_key: str = "d",
-               cols_key: str = "J") -> None:
+def _plot_grid(
+    summary: list[dict[str, Any]], value: str, ylabel: str, path: Path, rows_key: str = "d", cols_key: str = "J"
+) -> None:
     plt = _pyplot()
     rk = sorted({s[rows_key] for s in summary})
     ck = sorted({s[cols_key] for s in summary})
@@ -426,8 +556,11 @@ def _plot_grid(summary: list[dict[str, Any]], value: str, ylabel: str, path: Pat
         for j, cv in enumerate(ck):
             ax = axes[i][j]
             for m in dict.fromkeys(s["method"] for s in summary):
-                pts = sorted((s["epsilon"], s[value]) for s in summary
-                             if s[rows_key] == rv and s[cols_key] == cv and s["method"] == m)
+                pts = sorted(
+                    (s["epsilon"], s[value])
+                    for s in summary
+                    if s[rows_key] == rv and s[cols_key] == cv and s["method"] == m
+                )
                 if pts:
                     ax.plot(*zip(*pts), marker="o", ms=3, label=LABELS.get(m, m))
             ax.set_xscale("log")
@@ -441,24 +574,55 @@ def _plot_grid(summary: list[dict[str, Any]], value: str, ylabel: str, path: Pat
     plt.close(fig)
 
 
-def fig2(out_dir: str | Path, *, reps: int = 50, num_iterations: int = 10_000, calibration: str = "auto",
-         d_values: Sequence[int] = (2, 5), J_values: Sequence[int] = (1, 5, 10),
-         eps_values: Sequence[float] = PAPER_EPS, n: int = 100_000, seed: int = 0,
-         methods: Sequence[str] = METHODS, mmd: bool = True, workers: int = 1, prior: str = "paper",
-         command: str = "", log: Callable = print) -> Path:
+def fig2(
+    out_dir: str | Path,
+    *,
+    reps: int = 50,
+    num_iterations: int = 10_000,
+    calibration: str = "auto",
+    d_values: Sequence[int] = (2, 5),
+    J_values: Sequence[int] = (1, 5, 10),
+    eps_values: Sequence[float] = PAPER_EPS,
+    n: int = 100_000,
+    seed: int = 0,
+    methods: Sequence[str] = METHODS,
+    mmd: bool = True,
+    workers: int = 1,
+    prior: str = "paper",
+    command: str = "",
+    log: Callable = print,
+) -> Path:
     """Fig. 2 (and Fig. 4 for d = 2 when ``mmd``): CSVs of every replication, summaries, PNGs.
     ``workers`` processes share the cells (largest d and J first). ``prior="matched"`` replaces
     the paper's prior by :func:`matched_prior`, under which the simulation's model holds."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    cells = [dict(d=d, J=J, epsilon=eps, reps=reps, n=n, num_iterations=num_iterations, calibration=calibration,
-                  methods=tuple(methods), seed=seed, mmd=mmd and d == 2, prior=prior)
-             for d in sorted(d_values, reverse=True) for J in sorted(J_values, reverse=True) for eps in eps_values]
+    cells = [
+        dict(
+            d=d,
+            J=J,
+            epsilon=eps,
+            reps=reps,
+            n=n,
+            num_iterations=num_iterations,
+            calibration=calibration,
+            methods=tuple(methods),
+            seed=seed,
+            mmd=mmd and d == 2,
+            prior=prior,
+        )
+        for d in sorted(d_values, reverse=True)
+        for J in sorted(J_values, reverse=True)
+        for eps in eps_values
+    ]
 
     def done(c: dict[str, Any], res: Any, seconds: float) -> None:
         per = {k["method"]: k["cell_seconds"] for k in res[0] if k["rep"] == 0}
-        log(f"d={c['d']} J={c['J']} eps={c['epsilon']}: {seconds:.0f} s ("
-            + ", ".join(f"{k} {v:.0f} s" for k, v in per.items() if v) + ")")
+        log(
+            f"d={c['d']} J={c['J']} eps={c['epsilon']}: {seconds:.0f} s ("
+            + ", ".join(f"{k} {v:.0f} s" for k, v in per.items() if v)
+            + ")"
+        )
 
     t0 = time.perf_counter()
     results = _run_cells(simulated_cell, cells, workers, done)
@@ -470,8 +634,14 @@ def fig2(out_dir: str | Path, *, reps: int = 50, num_iterations: int = 10_000, c
         write_csv(out / "fig4_replications.csv", mrows)
     summarise_fig2(out)
     extra = "Fig. 4 (MMD^2, d = 2) comes from the same runs (fig4_*.csv).\n" if mrows else ""
-    _write_run(out, f"Fig. 2 ({calibration} calibration, {prior} prior, {reps} replications, {num_iterations} iterations, "
-                    f"{workers} worker process{'es' if workers > 1 else ''})", command, wall, extra)
+    _write_run(
+        out,
+        f"Fig. 2 ({calibration} calibration, {prior} prior, {reps} replications, {num_iterations} iterations, "
+        f"{workers} worker process{'es' if workers > 1 else ''})",
+        command,
+        wall,
+        extra,
+    )
     return out
 
 
@@ -482,8 +652,9 @@ def summarise_fig2(out_dir: str | Path) -> Path:
     nearly singular, hence the median figures."""
     out = Path(out_dir)
     keys = ("d", "J", "epsilon", "method")
-    rows = _read_rows(out / "fig2_replications.csv", {"d": int, "J": int, "epsilon": float, "rep": int,
-                                                      "mse": float, "pred": float})
+    rows = _read_rows(
+        out / "fig2_replications.csv", {"d": int, "J": int, "epsilon": float, "rep": int, "mse": float, "pred": float}
+    )
     summary = _aggregate(rows, keys, "mse")
     pred = {tuple(s[k] for k in keys): s for s in _aggregate(rows, keys, "pred")}
     for s in summary:
@@ -495,8 +666,9 @@ def summarise_fig2(out_dir: str | Path) -> Path:
     _plot_grid(summary, "pred", "mean prediction error", out / "fig2_prediction.png")
     _plot_grid(summary, "pred_median", "median prediction error", out / "fig2_prediction_median.png")
     if (out / "fig4_replications.csv").exists():
-        mrows = _read_rows(out / "fig4_replications.csv", {"d": int, "J": int, "epsilon": float, "rep": int,
-                                                           "mmd2": float})
+        mrows = _read_rows(
+            out / "fig4_replications.csv", {"d": int, "J": int, "epsilon": float, "rep": int, "mmd2": float}
+        )
         ms = _aggregate(mrows, keys, "mmd2")
         write_csv(out / "fig4_summary.csv", ms)
         _plot_grid(ms, "mmd2", "mean MMD^2", out / "fig4_mmd.png")
@@ -516,7 +688,6 @@ def fig4(out_dir: str | Path, **kw: Any) -> Path:
     return fig2(out_dir, d_values=(2,), mmd=True, **kw)
 
 
-REPO = Path(__file__).resolve().parents[1]
 DATA_DIR_ENV = "BAYES_DPREG_DATA_DIR"
 
 
@@ -524,23 +695,33 @@ def default_data_dir() -> Path:
     """The real data sets' directory: ``$BAYES_DPREG_DATA_DIR`` if set, else ``../shared/data``
     beside the repository (found from this file, whatever the working directory)."""
     env = os.environ.get(DATA_DIR_ENV)
-    return Path(env) if env else REPO.parent / "shared" / "data"
+    return Path(env) if env else DATA_DIR
 
 
-def real_replicates(name: str, J: int, *, reps: int, calibration: str, seed: int, data_dir: str | Path | None = None,
-                    epsilon: float = 1.0) -> tuple[list[Replicate], Any]:
+def real_replicates(
+    name: str,
+    J: int,
+    *,
+    reps: int,
+    calibration: str,
+    seed: int,
+    data_dir: str | Path | None = None,
+    epsilon: float = 1.0,
+) -> tuple[list[Replicate], Any]:
     """Table 1 replications: the paper's preprocessing (:func:`bayes_dpreg.load_dataset`), ``J``
     consecutive blocks of the training rows, ``delta = 1/n``; each replication redraws the noise.
     ``data_dir`` defaults to :func:`default_data_dir`."""
     path = Path(data_dir or default_data_dir()) / DATASET_FILES[name]
     ds = load_dataset(path, na_values=DATASET_NA.get(name, ()), name=name)
     stream = 1000 + list(DATASET_FILES).index(name)
-    return data_replicates(ds.X_train, ds.y_train, J, reps=reps, calibration=calibration, seed=seed,
-                           stream=stream, epsilon=epsilon), ds
+    return data_replicates(
+        ds.X_train, ds.y_train, J, reps=reps, calibration=calibration, seed=seed, stream=stream, epsilon=epsilon
+    ), ds
 
 
-def data_replicates(X: np.ndarray, y: np.ndarray, J: int, *, reps: int, calibration: str, seed: int, stream: int,
-                    epsilon: float = 1.0) -> list[Replicate]:
+def data_replicates(
+    X: np.ndarray, y: np.ndarray, J: int, *, reps: int, calibration: str, seed: int, stream: int, epsilon: float = 1.0
+) -> list[Replicate]:
     """Replications of the releases of fixed data ``(X, y)`` split into ``J`` consecutive parties:
     the paper's bounds (data maxima), ``delta = 1/n`` and prior; replication ``r`` draws its noise
     from ``SeedSequence(seed, spawn_key=(stream, J, r))``."""
@@ -552,37 +733,78 @@ def data_replicates(X: np.ndarray, y: np.ndarray, J: int, *, reps: int, calibrat
     with _quiet_releases():
         for r in range(reps):
             noise = np.random.SeedSequence(seed, spawn_key=(stream, J, r))
-            out.append(Replicate(*_release_all(parts, epsilon, 1.0 / n, *bounds, calibration, noise),
-                                 paper_prior(d), None, None, exact))
+            out.append(
+                Replicate(
+                    *_release_all(parts, epsilon, 1.0 / n, *bounds, calibration, noise),
+                    paper_prior(d),
+                    None,
+                    None,
+                    exact,
+                )
+            )
     return out
 
 
-def table1_cell(name: str, J: int, calibration: str, *, reps: int, num_iterations: int, methods: Sequence[str],
-                seed: int, data_dir: str | Path | None) -> list[dict[str, Any]]:
+def table1_cell(
+    name: str,
+    J: int,
+    calibration: str,
+    *,
+    reps: int,
+    num_iterations: int,
+    methods: Sequence[str],
+    seed: int,
+    data_dir: str | Path | None,
+) -> list[dict[str, Any]]:
     """One (data set, J, calibration) cell of Table 1: test MSE per method and replication."""
     rr, ds = real_replicates(name, J, reps=reps, calibration=calibration, seed=seed, data_dir=data_dir)
     res = run_methods(rr, methods, num_iterations=num_iterations, seed=seed)
     rows = []
     for m, o in res.items():
         mse = ((o.mean @ ds.X_test.T - ds.y_test) ** 2).mean(-1)
-        rows += [dict(dataset=name, J=J, calibration=calibration, method=m, rep=i, test_mse=float(mse[i]))
-                 for i in range(reps)]
+        rows += [
+            dict(dataset=name, J=J, calibration=calibration, method=m, rep=i, test_mse=float(mse[i]))
+            for i in range(reps)
+        ]
     return rows
 
 
-def table1(out_dir: str | Path, *, reps: int = 50, num_iterations: int = 10_000,
-           calibrations: Sequence[str] = ("as_published", "auto"), datasets: Sequence[str] = tuple(DATASET_FILES),
-           J_values: Sequence[int] = (1, 5, 10), methods: Sequence[str] = METHODS, seed: int = 0,
-           data_dir: str | Path | None = None, workers: int = 1, command: str = "", log: Callable = print) -> Path:
+def table1(
+    out_dir: str | Path,
+    *,
+    reps: int = 50,
+    num_iterations: int = 10_000,
+    calibrations: Sequence[str] = ("as_published", "auto"),
+    datasets: Sequence[str] = tuple(DATASET_FILES),
+    J_values: Sequence[int] = (1, 5, 10),
+    methods: Sequence[str] = METHODS,
+    seed: int = 0,
+    data_dir: str | Path | None = None,
+    workers: int = 1,
+    command: str = "",
+    log: Callable = print,
+) -> Path:
     """Table 1 (eps = 1): mean test MSE of the posterior-mean prediction over ``reps`` noise draws,
     with a 90% interval for the mean (as the paper's Table 2), for each calibration; the paper's
     values beside ours in ``table1.md``, rewritten after every cell. ``workers`` processes share
     the cells (largest J first)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    cells = [dict(name=name, J=J, calibration=cal, reps=reps, num_iterations=num_iterations, methods=tuple(methods),
-                  seed=seed, data_dir=data_dir)
-             for J in sorted(J_values, reverse=True) for name in datasets for cal in calibrations]
+    cells = [
+        dict(
+            name=name,
+            J=J,
+            calibration=cal,
+            reps=reps,
+            num_iterations=num_iterations,
+            methods=tuple(methods),
+            seed=seed,
+            data_dir=data_dir,
+        )
+        for J in sorted(J_values, reverse=True)
+        for name in datasets
+        for cal in calibrations
+    ]
     rows: list[dict[str, Any]] = []
 
     def done(c: dict[str, Any], res: list[dict[str, Any]], seconds: float) -> None:
@@ -593,19 +815,31 @@ def table1(out_dir: str | Path, *, reps: int = 50, num_iterations: int = 10_000,
     t0 = time.perf_counter()
     _run_cells(table1_cell, cells, workers, done)
     wall = time.perf_counter() - t0
-    _write_run(out, f"Table 1 ({reps} replications, {num_iterations} iterations, {workers} worker "
-                    f"process{'es' if workers > 1 else ''})", command, wall)
+    _write_run(
+        out,
+        f"Table 1 ({reps} replications, {num_iterations} iterations, {workers} worker "
+        f"process{'es' if workers > 1 else ''})",
+        command,
+        wall,
+    )
     return out
 
 
 def _table1_order(rows: list[dict[str, Any]], datasets: Sequence[str]) -> list[dict[str, Any]]:
     """Rows by data set (as given), J, calibration and method, whatever order the cells finished in."""
-    return sorted(rows, key=lambda r: (list(datasets).index(r["dataset"]), r["J"], r["calibration"],
-                                       METHODS.index(r["method"]) if r["method"] in METHODS else 99, r["rep"]))
+    return sorted(
+        rows,
+        key=lambda r: (
+            list(datasets).index(r["dataset"]),
+            r["J"],
+            r["calibration"],
+            METHODS.index(r["method"]) if r["method"] in METHODS else 99,
+            r["rep"],
+        ),
+    )
 
 
-def _write_table1(out: Path, rows: list[dict[str, Any]], calibrations: Sequence[str],
-                  methods: Sequence[str]) -> None:
+def _write_table1(out: Path, rows: list[dict[str, Any]], calibrations: Sequence[str], methods: Sequence[str]) -> None:
     write_csv(out / "table1_replications.csv", rows)
     summary = _aggregate(rows, ("dataset", "J", "calibration", "method"), "test_mse")
     write_csv(out / "table1_summary.csv", summary)
@@ -615,24 +849,39 @@ def _write_table1(out: Path, rows: list[dict[str, Any]], calibrations: Sequence[
 def _table1_markdown(summary: list[dict[str, Any]], calibrations: Sequence[str], methods: Sequence[str]) -> str:
     """Paper / ours per calibration, per method: mean test MSE and [90% interval of the mean]."""
     get = {(s["dataset"], s["J"], s["calibration"], s["method"]): s for s in summary}
-    lines = ["| J | data set | calibration | " + " | ".join(LABELS[m] for m in methods) + " |",
-             "|---|---|---|" + "---|" * len(methods)]
-    for (name, J) in dict.fromkeys((s["dataset"], s["J"]) for s in summary):
+    lines = [
+        "| J | data set | calibration | " + " | ".join(LABELS[m] for m in methods) + " |",
+        "|---|---|---|" + "---|" * len(methods),
+    ]
+    for name, J in dict.fromkeys((s["dataset"], s["J"]) for s in summary):
         paper = PAPER_TABLE1.get(name, {}).get(J, {})
-        lines.append(f"| {J} | {name} | paper | " + " | ".join(f"{paper.get(m, float('nan')):.4f}" for m in methods) + " |")
+        lines.append(
+            f"| {J} | {name} | paper | " + " | ".join(f"{paper.get(m, float('nan')):.4f}" for m in methods) + " |"
+        )
         for cal in calibrations:
             cells = []
             for m in methods:
                 s = get.get((name, J, cal, m))
-                cells.append("" if s is None else f"{s['test_mse']:.4f} [{s['test_mse_lo90']:.4f}, {s['test_mse_hi90']:.4f}]")
+                cells.append(
+                    "" if s is None else f"{s['test_mse']:.4f} [{s['test_mse_lo90']:.4f}, {s['test_mse_hi90']:.4f}]"
+                )
             lines.append(f"| {J} | {name} | {cal} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def fig3(out_dir: str | Path, *, d_values: Sequence[int] = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20), J: int = 5,
-         n: int = 100_000, num_iterations: int = 500, methods: Sequence[str] = ("normalx", "normalx-nuts", "fixeds",
-                                                                                  "bs"),
-         seed: int = 0, command: str = "", log: Callable = print, reps: int = 1) -> Path:
+def fig3(
+    out_dir: str | Path,
+    *,
+    d_values: Sequence[int] = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20),
+    J: int = 5,
+    n: int = 100_000,
+    num_iterations: int = 500,
+    methods: Sequence[str] = ("normalx", "normalx-nuts", "fixeds", "bs"),
+    seed: int = 0,
+    command: str = "",
+    log: Callable = print,
+    reps: int = 1,
+) -> Path:
     """Fig. 3: seconds per iteration of one chain versus d (J parties of n/J rows, eps = 1).
 
     Each method runs ``num_iterations`` (half warm-up) twice through the same compiled
@@ -647,8 +896,7 @@ def fig3(out_dir: str | Path, *, d_values: Sequence[int] = (1, 2, 3, 4, 5, 6, 8,
         with _quiet_releases():
             rr = make_replicates(n=n, d=d, J=J, epsilon=1.0, reps=1, seed=seed)
         for m in methods:
-            per = _timed(lambda k: run_methods(rr, [m], num_iterations=k, thin=1, seed=seed),
-                         num_iterations) / num_iterations
+            per = _timed(functools.partial(run_methods, rr, [m], thin=1, seed=seed), num_iterations) / num_iterations
             rows.append(dict(d=d, J=J, method=m, seconds_per_iteration=max(per, 0.0)))
             log(f"d={d} {m}: {per * 1e3:.3f} ms/iteration")
     wall = time.perf_counter() - t0
@@ -658,11 +906,11 @@ def fig3(out_dir: str | Path, *, d_values: Sequence[int] = (1, 2, 3, 4, 5, 6, 8,
     return out
 
 
-def _timed(fn: Callable[[int], Any], k: int) -> float:
-    """Seconds of ``fn(k)`` on its second call (the first compiles)."""
-    fn(k)
+def _timed(fn: Callable[..., Any], k: int) -> float:
+    """Seconds of ``fn(num_iterations=k)`` on its second call (the first compiles)."""
+    fn(num_iterations=k)
     t = time.perf_counter()
-    fn(k)
+    fn(num_iterations=k)
     return time.perf_counter() - t
 
 
@@ -681,10 +929,23 @@ def _plot_fig3(rows: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def coverage(out_dir: str | Path, *, reps: int = 200, num_iterations: int = 4000, thin: int = 4, d: int = 2,
-             n: int = 100_000, J_values: Sequence[int] = (1, 10), eps_values: Sequence[float] = (0.1, 1.0, 10.0),
-             methods: Sequence[str] = ("normalx", "fixeds", "fast", "bs", "naive"), calibration: str = "auto",
-             seed: int = 0, command: str = "", log: Callable = print, prior: str = "matched") -> Path:
+def coverage(
+    out_dir: str | Path,
+    *,
+    reps: int = 200,
+    num_iterations: int = 4000,
+    thin: int = 4,
+    d: int = 2,
+    n: int = 100_000,
+    J_values: Sequence[int] = (1, 10),
+    eps_values: Sequence[float] = (0.1, 1.0, 10.0),
+    methods: Sequence[str] = ("normalx", "fixeds", "fast", "bs", "naive"),
+    calibration: str = "auto",
+    seed: int = 0,
+    command: str = "",
+    log: Callable = print,
+    prior: str = "matched",
+) -> Path:
     """Frequentist coverage of central 50% and 90% credible intervals of each ``theta_k`` over
     ``reps`` simulated data sets per cell (data and noise redrawn; the paper's generative model).
     ``prior="matched"`` (:func:`matched_prior`) makes normalX's model hold; ``"paper"`` uses the
@@ -699,35 +960,59 @@ def coverage(out_dir: str | Path, *, reps: int = 200, num_iterations: int = 4000
         for eps in eps_values:
             t = time.perf_counter()
             with _quiet_releases():
-                rr = make_replicates(n=n, d=d, J=J, epsilon=eps, reps=reps, seed=seed + 7919, calibration=calibration,
-                                     prior=prior_fn)
-            res = run_methods(rr, methods, num_iterations=num_iterations, thin=thin, seed=seed,
-                              fast_draws=(num_iterations - num_iterations // 2) // thin)
-            theta = np.stack([r.theta for r in rr])
+                rr = make_replicates(
+                    n=n, d=d, J=J, epsilon=eps, reps=reps, seed=seed + 7919, calibration=calibration, prior=prior_fn
+                )
+            res = run_methods(
+                rr,
+                methods,
+                num_iterations=num_iterations,
+                thin=thin,
+                seed=seed,
+                fast_draws=(num_iterations - num_iterations // 2) // thin,
+            )
+            theta, _ = _truth(rr)
             for m, o in res.items():
                 for level in (0.5, 0.9):
+                    if o.draws is None:
+                        raise ValueError(f"{m} gives no posterior draws: no intervals")
                     lo, hi = np.quantile(o.draws, [(1 - level) / 2, (1 + level) / 2], axis=1)
                     inside = (lo <= theta) & (theta <= hi)
                     width = (hi - lo).mean()
-                    rows.append(dict(J=J, epsilon=eps, method=m, level=level, coverage=float(inside.mean()),
-                                     se=float(np.sqrt(inside.mean() * (1 - inside.mean()) / inside.size)),
-                                     mean_width=float(width), intervals=int(inside.size)))
+                    rows.append(
+                        dict(
+                            J=J,
+                            epsilon=eps,
+                            method=m,
+                            level=level,
+                            coverage=float(inside.mean()),
+                            se=float(np.sqrt(inside.mean() * (1 - inside.mean()) / inside.size)),
+                            mean_width=float(width),
+                            intervals=int(inside.size),
+                        )
+                    )
             log(f"J={J} eps={eps}: {time.perf_counter() - t:.0f} s")
     wall = time.perf_counter() - t0
     write_csv(out / "coverage.csv", rows)
     (out / "coverage.md").write_text(_coverage_markdown(rows))
     _plot_coverage(rows, out / "coverage.png")
-    _write_run(out, f"Coverage ({reps} data sets per cell, d = {d}, n = {n}, {num_iterations} iterations, "
-               f"{prior} prior)", command, wall)
+    _write_run(
+        out,
+        f"Coverage ({reps} data sets per cell, d = {d}, n = {n}, {num_iterations} iterations, {prior} prior)",
+        command,
+        wall,
+    )
     return out
 
 
 def _coverage_markdown(rows: list[dict[str, Any]]) -> str:
     methods = list(dict.fromkeys(r["method"] for r in rows))
-    lines = ["| J | eps | level | " + " | ".join(LABELS.get(m, m) for m in methods) + " |",
-             "|---|---|---|" + "---|" * len(methods)]
+    lines = [
+        "| J | eps | level | " + " | ".join(LABELS.get(m, m) for m in methods) + " |",
+        "|---|---|---|" + "---|" * len(methods),
+    ]
     get = {(r["J"], r["epsilon"], r["level"], r["method"]): r for r in rows}
-    for (J, eps, level) in dict.fromkeys((r["J"], r["epsilon"], r["level"]) for r in rows):
+    for J, eps, level in dict.fromkeys((r["J"], r["epsilon"], r["level"]) for r in rows):
         cells = [f"{get[(J, eps, level, m)]['coverage']:.3f} ± {get[(J, eps, level, m)]['se']:.3f}" for m in methods]
         lines.append(f"| {J} | {eps:g} | {level:.0%} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -741,8 +1026,11 @@ def _plot_coverage(rows: list[dict[str, Any]], path: Path) -> None:
         for j, J in enumerate(Js):
             ax = axes[i][j]
             for m in dict.fromkeys(r["method"] for r in rows):
-                pts = sorted((r["epsilon"], r["coverage"]) for r in rows if r["J"] == J and r["level"] == level
-                             and r["method"] == m)
+                pts = sorted(
+                    (r["epsilon"], r["coverage"])
+                    for r in rows
+                    if r["J"] == J and r["level"] == level and r["method"] == m
+                )
                 ax.plot(*zip(*pts), marker="o", ms=3, label=LABELS.get(m, m))
             ax.axhline(level, color="k", lw=0.8, ls="--")
             ax.set_xscale("log")
@@ -756,5 +1044,10 @@ def _plot_coverage(rows: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-REPRODUCE: dict[str, Callable[..., Path]] = {"fig2": fig2, "fig3": fig3, "fig4": fig4, "table1": table1,
-                                             "coverage": coverage}
+REPRODUCE: dict[str, Callable[..., Path]] = {
+    "fig2": fig2,
+    "fig3": fig3,
+    "fig4": fig4,
+    "table1": table1,
+    "coverage": coverage,
+}

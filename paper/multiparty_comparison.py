@@ -1,6 +1,6 @@
 """One comparison on real data: SSP + Bayes (ours) vs Su & Liu merged synthetic data vs Wu et al. RMGM.
 
-    nice -n 19 env OMP_NUM_THREADS=1 python paper/multiparty_comparison.py [--reps 20]
+    nice -n 19 env OMP_NUM_THREADS=1 python -m paper.multiparty_comparison [--reps 20]
 
 Data: the UCI Combined Cycle Power Plant set bundled with the package
 (:func:`bayes_dpreg.load_power_plant`: features z-scored, y centred and scaled to [-1, 1]
@@ -45,20 +45,19 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 import bayes_dpreg as bd
-from bayes_dpreg.multiparty import synthetic as SL
-from bayes_dpreg.multiparty import vertical as V
-from bayes_dpreg.privacy import ClippingWarning
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from _machine import cpu_model  # noqa: E402  (benchmarks/_machine.py)
+from bayes_dpreg.release.privacy import ClippingWarning
+from bayes_dpreg.systems import synthetic as SL
+from bayes_dpreg.systems import vertical as V
+from lab.machine import cpu_model
+from lab.paths import REPO
 
 bd.enable_x64()  # this script calls the low-level modules (kernels, closed forms) directly
 
-REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "docs" / "results" / "multiparty" / "comparison"
 EPSILONS = (0.1, 0.3, 1.0, 3.0, 10.0)
 DELTA = 1e-5
@@ -67,7 +66,7 @@ M = 5  # vertical parties (one column each)
 X_BOUND = 4.0  # declared: ||x|| <= 4 for SSP; |x_i| <= 4 for the Su-Liu box and the RMGM scaling
 Y_BOUND = 1.0
 BASE_SEED = 2024_0505
-MCMC = dict(num_samples=500, num_warmup=500, num_chains=1)
+MCMC: dict[str, Any] = dict(num_samples=500, num_warmup=500, num_chains=1)
 
 METHODS = ("ssp-fast", "ssp-fixeds", "suliu-replace", "suliu-addremove", "rmgm-analytic", "rmgm-classical")
 LABELS = {
@@ -150,13 +149,15 @@ def one_rep(ds: bd.Dataset, parties: list, bins: SL.Bins, cols: list, e: int, ep
         fit = SL.fit_ols(merged, intercept=True)
         out["suliu-" + nb.replace("_", "")] = mse(fit.predict(Xte), yte)
     # 3. Wu et al. RMGM on the vertical split, features scaled by the declared 1/4
-    for m, cal in ((4, "analytic"), (5, "classical")):
+    rmgm_runs: tuple[tuple[int, V.CalibrationName], ...] = ((4, "analytic"), (5, "classical"))
+    for m, cal in rmgm_runs:
         if cal == "classical" and eps > 1:
             out["rmgm-" + cal] = float("nan")  # Lemma 1 needs eps <= 1
             continue
         k = V.paper_k(ds.X_train.shape[0], eps, DELTA, cal)
-        rel = V.release_rmgm(cols, eps, DELTA, k, calibration=cal,
-                             mixing_seed=seed(e, rep, m, 0), noise_seed=seed(e, rep, m, 1))
+        rel = V.release_rmgm(
+            cols, eps, DELTA, k, calibration=cal, mixing_seed=seed(e, rep, m, 0), noise_seed=seed(e, rep, m, 1)
+        )
         theta = V.fit_rmgm(rel).weights / X_BOUND
         out["rmgm-" + cal] = mse(Xte @ theta, yte)
         out["k-" + cal] = k
@@ -189,8 +190,14 @@ def plot(res: dict, ols: float, zero: float, path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     eps = np.array(EPSILONS)
-    styles = {"ssp-fast": "o-", "ssp-fixeds": "s--", "suliu-replace": "^-", "suliu-addremove": "v:",
-              "rmgm-analytic": "D-", "rmgm-classical": "x:"}
+    styles = {
+        "ssp-fast": "o-",
+        "ssp-fixeds": "s--",
+        "suliu-replace": "^-",
+        "suliu-addremove": "v:",
+        "rmgm-analytic": "D-",
+        "rmgm-classical": "x:",
+    }
     for mth in METHODS:
         a = np.array([res[e][mth] for e in EPSILONS])  # (n_eps, reps)
         ok = ~np.isnan(a).all(axis=1)
@@ -248,10 +255,12 @@ def main() -> None:
 
     tab = table(res, ols)
     print(tab)
-    cmd = "nice -n 19 env OMP_NUM_THREADS=1 python paper/multiparty_comparison.py " + " ".join(sys.argv[1:])
-    machine = (f"{cpu_model()}, {os.cpu_count()} CPUs (shared with another long job, run at nice 19), "
-               f"Python {platform.python_version()}, NumPy {np.__version__}, "
-               f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
+    cmd = "nice -n 19 env OMP_NUM_THREADS=1 python -m paper.multiparty_comparison " + " ".join(sys.argv[1:])
+    machine = (
+        f"{cpu_model()}, {os.cpu_count()} CPUs (shared with another long job, run at nice 19), "
+        f"Python {platform.python_version()}, NumPy {np.__version__}, "
+        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}"
+    )
     setup = (
         f"Data: power plant (bundled), n_train = {n}, n_test = {ds.X_test.shape[0]}, d = {d}; features "
         f"z-scored, y centred and scaled to [-1, 1]; fixed 80/20 split (first rows train), so the ± is the "
@@ -267,18 +276,23 @@ def main() -> None:
         f"round(sqrt(n)/sigma_(eps,delta)), delta = {DELTA:g}; coefficients divided by {X_BOUND:g}. "
         f"Predicting 0 gives test MSE {zero:.4f}."
     )
-    md = "\n\n".join([
-        "# One comparison: SSP + Bayes vs Su & Liu synthetic data vs Wu et al. RMGM (power plant)",
-        f"Command: `{cmd.strip()}`  \nWall time: {wall:.0f} s  \nMachine: {machine}  \n"
-        f"Date: {datetime.date.today().isoformat()}  \n"
-        f"Seeds: `SeedSequence([{BASE_SEED}, eps index, rep, method, ...])` (see the script)",
-        setup,
-        "## Test MSE (mean ± standard error over repetitions)",
-        tab,
-        "![test MSE vs eps](test_mse_vs_eps.png)",
-        "## Reading",
-        READING,
-    ]) + "\n"
+    md = (
+        "\n\n".join(
+            [
+                "# One comparison: SSP + Bayes vs Su & Liu synthetic data vs Wu et al. RMGM (power plant)",
+                f"Command: `{cmd.strip()}`  \nWall time: {wall:.0f} s  \nMachine: {machine}  \n"
+                f"Date: {datetime.date.today().isoformat()}  \n"
+                f"Seeds: `SeedSequence([{BASE_SEED}, eps index, rep, method, ...])` (see the script)",
+                setup,
+                "## Test MSE (mean ± standard error over repetitions)",
+                tab,
+                "![test MSE vs eps](test_mse_vs_eps.png)",
+                "## Reading",
+                READING,
+            ]
+        )
+        + "\n"
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "comparison.md").write_text(md)
     plot(res, ols, zero, args.out / "test_mse_vs_eps.png")

@@ -1,6 +1,6 @@
 """Miao, Ding & Wu matrix masking: Table VI reproduction and an n = 1e6 masked OLS timing.
 
-    OMP_NUM_THREADS=1 python paper/multiparty_masking.py [--reps 100] [--seed 2024]
+    OMP_NUM_THREADS=1 python -m paper.multiparty_masking [--reps 100] [--seed 2024]
 
 (a) Table VI (Sec. VII-B): n = 1e4, p = 500, X ~ N(0, I), beta's first 100 entries
     +-b_j with b_j ~ N(2, 1) and random signs, the other 400 zero, y = X beta (no
@@ -19,7 +19,7 @@
     the process's maximum RSS).
 
 The additive noise here is the paper's "first layer" only; it carries no DP
-calibration, and no epsilon is reported (see bayes_dpreg.multiparty.masking).
+calibration, and no epsilon is reported (see bayes_dpreg.systems.masking).
 Writes docs/results/multiparty/masking/results.md.
 """
 
@@ -38,24 +38,61 @@ import numpy as np
 from scipy import stats
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
-from bayes_dpreg.multiparty import masking as mm
-
 import bayes_dpreg  # noqa: E402
+from bayes_dpreg.systems import masking as mm
+from lab.machine import cpu_model
+from lab.paths import REPO
+
 bayes_dpreg.enable_x64()  # this script calls the low-level modules (kernels, closed forms) directly
 
 SIGMAS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
 # Table VI of the paper: mean [95% CI] for rho, d_M, d_E, R_I, R_II
 PAPER = {
-    0.1: ((1.000, 1.000, 1.000), (0.020, 0.020, 0.020), (0.556, 0.550, 0.562), (0.004, 0.003, 0.006), (0.050, 0.048, 0.052)),
-    0.2: ((0.999, 0.999, 0.999), (0.045, 0.044, 0.045), (1.314, 1.300, 1.328), (0.010, 0.008, 0.012), (0.050, 0.048, 0.052)),
-    0.5: ((0.994, 0.993, 0.994), (0.141, 0.139, 0.142), (4.945, 4.899, 4.990), (0.028, 0.024, 0.031), (0.049, 0.047, 0.051)),
-    1.0: ((0.975, 0.974, 0.975), (0.277, 0.274, 0.279), (11.52, 11.43, 11.62), (0.058, 0.054, 0.063), (0.049, 0.047, 0.051)),
-    2.0: ((0.909, 0.908, 0.910), (0.383, 0.380, 0.387), (18.08, 17.93, 18.22), (0.156, 0.150, 0.162), (0.051, 0.049, 0.053)),
-    5.0: ((0.656, 0.652, 0.661), (0.418, 0.414, 0.422), (21.60, 21.42, 21.77), (0.564, 0.555, 0.573), (0.050, 0.048, 0.052)),
+    0.1: (
+        (1.000, 1.000, 1.000),
+        (0.020, 0.020, 0.020),
+        (0.556, 0.550, 0.562),
+        (0.004, 0.003, 0.006),
+        (0.050, 0.048, 0.052),
+    ),
+    0.2: (
+        (0.999, 0.999, 0.999),
+        (0.045, 0.044, 0.045),
+        (1.314, 1.300, 1.328),
+        (0.010, 0.008, 0.012),
+        (0.050, 0.048, 0.052),
+    ),
+    0.5: (
+        (0.994, 0.993, 0.994),
+        (0.141, 0.139, 0.142),
+        (4.945, 4.899, 4.990),
+        (0.028, 0.024, 0.031),
+        (0.049, 0.047, 0.051),
+    ),
+    1.0: (
+        (0.975, 0.974, 0.975),
+        (0.277, 0.274, 0.279),
+        (11.52, 11.43, 11.62),
+        (0.058, 0.054, 0.063),
+        (0.049, 0.047, 0.051),
+    ),
+    2.0: (
+        (0.909, 0.908, 0.910),
+        (0.383, 0.380, 0.387),
+        (18.08, 17.93, 18.22),
+        (0.156, 0.150, 0.162),
+        (0.051, 0.049, 0.053),
+    ),
+    5.0: (
+        (0.656, 0.652, 0.661),
+        (0.418, 0.414, 0.422),
+        (21.60, 21.42, 21.77),
+        (0.564, 0.555, 0.573),
+        (0.050, 0.048, 0.052),
+    ),
 }
 METRICS = ("rho", "d_M", "d_E", "R_I", "R_II")
 DECIMALS = (3, 3, 3, 3, 3)
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _ols_with_pvalues(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -91,25 +128,34 @@ def table_vi(reps: int, seed: int, n: int = 10_000, p: int = 500, n_signal: int 
             Xs = X + s * rng.standard_normal((n, p))
             b, pv = _ols_with_pvalues(Xs, y)
             d = b - b0
-            vals[s][rep] = (np.corrcoef(b0, b)[0, 1], np.mean(np.abs(d)), np.linalg.norm(d),
-                            np.mean(pv[:n_signal] > 0.05), np.mean(pv[n_signal:] < 0.05))
+            vals[s][rep] = (
+                np.corrcoef(b0, b)[0, 1],
+                np.mean(np.abs(d)),
+                np.linalg.norm(d),
+                np.mean(pv[:n_signal] > 0.05),
+                np.mean(pv[n_signal:] < 0.05),
+            )
         if rep == 0:  # the full masked protocol on this design
             for s in SIGMAS:
-                prob, keys = mm.vertical_mask([X[:, :p // 2], X[:, p // 2:]], y, seed=seed + 17, noise_sd=s,
-                                              block_size=100)
+                prob, keys = mm.vertical_mask(
+                    [X[:, : p // 2], X[:, p // 2 :]], y, seed=seed + 17, noise_sd=s, block_size=100
+                )
                 fit = mm.masked_fit(prob, keys)
                 Xn = np.hstack(keys.noisy)
                 ref = cho_solve(cho_factor(Xn.T @ Xn), Xn.T @ y)
                 rel = np.max(np.abs(fit.beta - ref)) / np.max(np.abs(ref))
-                hprob, hkeys = mm.horizontal_mask([X[: n // 2], X[n // 2:]], [y[: n // 2], y[n // 2:]],
-                                                  seed=seed + 18, noise_sd=s, block_size=100)
+                hprob, hkeys = mm.horizontal_mask(
+                    [X[: n // 2], X[n // 2 :]], [y[: n // 2], y[n // 2 :]], seed=seed + 18, noise_sd=s, block_size=100
+                )
                 hfit = mm.masked_fit(hprob, hkeys)
                 Hn = np.vstack(hkeys.noisy)
                 href = cho_solve(cho_factor(Hn.T @ Hn), Hn.T @ y)
                 hrel = np.max(np.abs(hfit.beta - href)) / np.max(np.abs(href))
-                check.append(f"| {s:g} | {rel:.1e} | {fit.verified} ({fit.max_deviation:.1e}) | "
-                             f"{hrel:.1e} | {hfit.verified} ({hfit.max_deviation:.1e}) | "
-                             f"{np.corrcoef(b0, fit.beta)[0, 1]:.4f} |")
+                check.append(
+                    f"| {s:g} | {rel:.1e} | {fit.verified} ({fit.max_deviation:.1e}) | "
+                    f"{hrel:.1e} | {hfit.verified} ({hfit.max_deviation:.1e}) | "
+                    f"{np.corrcoef(b0, fit.beta)[0, 1]:.4f} |"
+                )
         if (rep + 1) % 10 == 0:
             print(f"  rep {rep + 1}/{reps} done", file=sys.stderr, flush=True)
     return {"vals": vals, "check": check, "bnorm2": bnorm2}
@@ -124,12 +170,15 @@ def large(n: int, p: int, block: int, seed: int) -> list[str]:
     for partition in ("vertical", "horizontal"):
         tracemalloc.start()
         t0 = time.perf_counter()
+        keys: mm.Keys
         if partition == "vertical":
-            prob, keys = mm.vertical_mask([X[:, : p // 2], X[:, p // 2:]], y, seed=seed, noise_sd=0.1,
-                                          block_size=block)
+            prob, keys = mm.vertical_mask(
+                [X[:, : p // 2], X[:, p // 2 :]], y, seed=seed, noise_sd=0.1, block_size=block
+            )
         else:
-            prob, keys = mm.horizontal_mask([X[: n // 2], X[n // 2:]], [y[: n // 2], y[n // 2:]], seed=seed,
-                                            noise_sd=0.1, block_size=block)
+            prob, keys = mm.horizontal_mask(
+                [X[: n // 2], X[n // 2 :]], [y[: n // 2], y[n // 2 :]], seed=seed, noise_sd=0.1, block_size=block
+            )
         t1 = time.perf_counter()
         beta_star = mm.server_solve(prob)
         t2 = time.perf_counter()
@@ -142,8 +191,10 @@ def large(n: int, p: int, block: int, seed: int) -> list[str]:
         ref = cho_solve(cho_factor(Xn.T @ Xn), Xn.T @ y)
         t5 = time.perf_counter()
         rel = np.max(np.abs(fit.beta - ref)) / np.max(np.abs(ref))
-        rows.append(f"| {partition} | {t1 - t0:.2f} | {t2 - t1:.3f} | {t3 - t2:.4f} | {t3 - t0:.2f} | "
-                    f"{t5 - t4:.3f} | {peak / 2**20:.0f} | {rel:.1e} | {fit.verified} |")
+        rows.append(
+            f"| {partition} | {t1 - t0:.2f} | {t2 - t1:.3f} | {t3 - t2:.4f} | {t3 - t0:.2f} | "
+            f"{t5 - t4:.3f} | {peak / 2**20:.0f} | {rel:.1e} | {fit.verified} |"
+        )
         del prob, keys, Xn
         print(f"  {partition} n={n:g} done", file=sys.stderr, flush=True)
     return rows
@@ -170,15 +221,8 @@ def main() -> None:
     wall = time.perf_counter() - t_start
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    cmd = "OMP_NUM_THREADS=1 python paper/multiparty_masking.py " + " ".join(sys.argv[1:])
+    cpu = cpu_model()
+    cmd = "OMP_NUM_THREADS=1 python -m paper.multiparty_masking " + " ".join(sys.argv[1:])
     out = [
         "# Miao, Ding & Wu matrix masking: Table VI and an n = 1e6 masked OLS",
         "",
@@ -215,8 +259,11 @@ def main() -> None:
             ours_has = m[k] - h[k] - 5e-4 <= pm <= m[k] + h[k] + 5e-4
             n_in += inside
             n_tot += 1
-            out.append(f"| {s:g} | {name} | {_fmt(m[k], d)} [{_fmt(m[k] - h[k], d)}, {_fmt(m[k] + h[k], d)}] | "
-                       f"{_fmt(pm, 3)} [{_fmt(plo, 3)}, {_fmt(phi, 3)}] | {'yes' if inside else 'no'} | {'yes' if ours_has else 'no'} |")
+            out.append(
+                f"| {s:g} | {name} | {_fmt(m[k], d)} [{_fmt(m[k] - h[k], d)}, {_fmt(m[k] + h[k], d)}] | "
+                f"{_fmt(pm, 3)} [{_fmt(plo, 3)}, {_fmt(phi, 3)}] | {'yes' if inside else 'no'} | "
+                f"{'yes' if ours_has else 'no'} |"
+            )
     out += [
         "",
         f"Our mean inside the paper's interval (rounding slack 5e-4): {n_in}/{n_tot}.",
@@ -230,15 +277,18 @@ def main() -> None:
         r = tv["vals"][s][:, 0]
         h = 1.96 * r.std(ddof=1) / np.sqrt(r.size)
         q = np.percentile(r, [2.5, 97.5])
-        out.append(f"| {s:g} | {r.mean():.4f} | [{r.mean() - h:.4f}, {r.mean() + h:.4f}] | "
-                   f"[{q[0]:.4f}, {q[1]:.4f}] | {PAPER[s][0][0]:.3f} [{PAPER[s][0][1]:.3f}, {PAPER[s][0][2]:.3f}] |")
+        out.append(
+            f"| {s:g} | {r.mean():.4f} | [{r.mean() - h:.4f}, {r.mean() + h:.4f}] | "
+            f"[{q[0]:.4f}, {q[1]:.4f}] | {PAPER[s][0][0]:.3f} [{PAPER[s][0][1]:.3f}, {PAPER[s][0][2]:.3f}] |"
+        )
     b2 = tv["bnorm2"]
     h2 = 1.96 * b2.std(ddof=1) / np.sqrt(b2.size)
     out += [
         "",
         "Scale check. d_M and d_E scale with ||beta|| (rho does not): with y = X beta and no error,",
         "OLS on X + Delta estimates beta / (1 + sigma^2), so d_E^2 ~ (sigma^2/(1+sigma^2))^2 ||beta||^2 + noise.",
-        f"E||beta||^2 = 100 E[b^2] = 500; our {b2.size} draws: mean {b2.mean():.1f} [{b2.mean() - h2:.1f}, {b2.mean() + h2:.1f}].",
+        f"E||beta||^2 = 100 E[b^2] = 500; our {b2.size} draws: mean {b2.mean():.1f} "
+        f"[{b2.mean() - h2:.1f}, {b2.mean() + h2:.1f}].",
         "d_M and d_E rescaled per repetition to ||beta||^2 = 500 (factor sqrt(500 / ||beta||^2)):",
         "",
         "| sigma | d_M rescaled | d_E rescaled | paper d_M | paper d_E |",
@@ -249,17 +299,20 @@ def main() -> None:
         v = tv["vals"][s]
         dm, de = v[:, 1] * fac, v[:, 2] * fac
         hm, he = (1.96 * x.std(ddof=1) / np.sqrt(x.size) for x in (dm, de))
-        out.append(f"| {s:g} | {dm.mean():.3f} [{dm.mean() - hm:.3f}, {dm.mean() + hm:.3f}] | "
-                   f"{_fmt(de.mean(), 3)} [{_fmt(de.mean() - he, 3)}, {_fmt(de.mean() + he, 3)}] | "
-                   f"{PAPER[s][1][0]:.3f} [{PAPER[s][1][1]:.3f}, {PAPER[s][1][2]:.3f}] | "
-                   f"{_fmt(PAPER[s][2][0], 3)} [{_fmt(PAPER[s][2][1], 3)}, {_fmt(PAPER[s][2][2], 3)}] |")
+        out.append(
+            f"| {s:g} | {dm.mean():.3f} [{dm.mean() - hm:.3f}, {dm.mean() + hm:.3f}] | "
+            f"{_fmt(de.mean(), 3)} [{_fmt(de.mean() - he, 3)}, {_fmt(de.mean() + he, 3)}] | "
+            f"{PAPER[s][1][0]:.3f} [{PAPER[s][1][1]:.3f}, {PAPER[s][1][2]:.3f}] | "
+            f"{_fmt(PAPER[s][2][0], 3)} [{_fmt(PAPER[s][2][1], 3)}, {_fmt(PAPER[s][2][2], 3)}] |"
+        )
     out += [
         "",
         "Masked protocol on repetition 0 (K = 2, block size 100): max relative difference between the",
         "decrypted OLS estimate and plain OLS on the same X + Delta, the verification (max |beta_s1 - 1|),",
         "and rho of the decrypted estimate against OLS on X.",
         "",
-        "| sigma | vertical rel. diff | vertical verified | horizontal rel. diff | horizontal verified | rho (masked) |",
+        "| sigma | vertical rel. diff | vertical verified | horizontal rel. diff | horizontal verified "
+        "| rho (masked) |",
         "|---|---|---|---|---|---|",
         *tv["check"],
         "",
@@ -268,10 +321,12 @@ def main() -> None:
         "Phases: masking (Algorithm 1 / 3, all agencies, incl. noise and pseudo-responses), server",
         "solve, decryption + verification (Algorithm 4). `plain OLS` is the unmasked fit on the same",
         "X + Delta. Peak memory: tracemalloc peak of the masked pipeline (the n x p input,",
-        f"{args.n_large * args.p_large * 8 / 2**20:.0f} MiB, is allocated before tracing starts); a dense n x n mask would",
-        f"need {args.n_large ** 2 * 8 / 2**40:.1f} TiB.",
+        f"{args.n_large * args.p_large * 8 / 2**20:.0f} MiB, is allocated before tracing starts); "
+        "a dense n x n mask would",
+        f"need {args.n_large**2 * 8 / 2**40:.1f} TiB.",
         "",
-        "| partition | masking (s) | server (s) | decrypt (s) | total masked (s) | plain OLS (s) | peak traced (MiB) | rel. diff | verified |",
+        "| partition | masking (s) | server (s) | decrypt (s) | total masked (s) | plain OLS (s) "
+        "| peak traced (MiB) | rel. diff | verified |",
         "|---|---|---|---|---|---|---|---|---|",
         *big,
         "",

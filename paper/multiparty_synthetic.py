@@ -1,6 +1,6 @@
 """Su & Liu (2020), Experiments 1 and 2: when does merged DP synthetic data beat a party's own data?
 
-    OMP_NUM_THREADS=1 python paper/multiparty_synthetic.py [--reps 200] [--boot 400]
+    OMP_NUM_THREADS=1 python -m paper.multiparty_synthetic [--reps 200] [--boot 400]
 
 Setup (paper, Table I; Sec. IV): every party sanitises its histogram at the same eps
 (Laplace, ``max(n + Lap(1/eps), 0)``, uniform draws within bins), the synthetic data are
@@ -28,8 +28,6 @@ the same simulated data (data seed 1001 / 2001); the DP noise has its own seed p
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 import warnings
@@ -38,12 +36,13 @@ from pathlib import Path
 
 import numpy as np
 
-from bayes_dpreg.multiparty.synthetic import Bins, ClippingWarning, fit_ols, homm_synthetic
-
 import bayes_dpreg  # noqa: E402
+from bayes_dpreg.systems.synthetic import Bins, ClippingWarning, fit_ols, homm_synthetic
+from lab.machine import describe
+from lab.paths import REPO
+
 bayes_dpreg.enable_x64()  # this script calls the low-level modules (kernels, closed forms) directly
 
-REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "docs" / "results" / "multiparty" / "synthetic"
 
 EXP1_SIZES = (20, 50, 70, 80, 150)
@@ -58,7 +57,7 @@ PAPER = {
     ("1", "average party, exact"): "~0.2",
     ("1", "largest party, exact 1/sqrt(150)"): "~0.5",
     ("2", "smallest party"): "n/r",
-    ("2", "average party"): "~1 (\"> 1\")",
+    ("2", "average party"): '~1 ("> 1")',
     ("2", "largest party"): "n/r",
     ("2", "original HOMM (+0.5%)"): "~4.5",
 }
@@ -84,8 +83,15 @@ class Curves:
 # ----------------------------------------------------------------------------- experiments
 
 
-def run_exp1(name: str, seed: int, reps: int, bound: float = 4.0, bins_per_dim: int | None = None,
-             mu: float = 0.0, data_seed: int = 1001) -> Curves:
+def run_exp1(
+    name: str,
+    seed: int,
+    reps: int,
+    bound: float = 4.0,
+    bins_per_dim: int | None = None,
+    mu: float = 0.0,
+    data_seed: int = 1001,
+) -> Curves:
     """Experiment 1; the data come from ``data_seed`` (shared by all configurations), the DP noise from ``seed``."""
     data_rng, rng = np.random.default_rng(data_seed), np.random.default_rng(seed)
     lo, hi = mu - bound, mu + bound
@@ -103,12 +109,28 @@ def run_exp1(name: str, seed: int, reps: int, bound: float = 4.0, bins_per_dim: 
             merged = homm_synthetic(data, bins, [e] * len(data), rng)
             est = merged.data.mean() if merged.n_synthetic else 0.5 * (lo + hi)
             homm[i, r] = (est - mu) ** 2
-    return Curves(name, EXP1_EPS, homm, party, orig, True, clipped,
-                  notes=f"bounds [{lo:g}, {hi:g}], bins/party {[b.n_bins for b in bins]}")
+    return Curves(
+        name,
+        EXP1_EPS,
+        homm,
+        party,
+        orig,
+        True,
+        clipped,
+        notes=f"bounds [{lo:g}, {hi:g}], bins/party {[b.n_bins for b in bins]}",
+    )
 
 
-def run_exp2(name: str, seed: int, reps: int, bins_per_dim: int | None = None, noise_sd: float = np.sqrt(3.0),
-             beta: tuple[float, float, float] = (1.0, 1.0, 1.0), n_test: int = 100, data_seed: int = 2001) -> Curves:
+def run_exp2(
+    name: str,
+    seed: int,
+    reps: int,
+    bins_per_dim: int | None = None,
+    noise_sd: float = np.sqrt(3.0),
+    beta: tuple[float, float, float] = (1.0, 1.0, 1.0),
+    n_test: int = 100,
+    data_seed: int = 2001,
+) -> Curves:
     """Experiment 2; the data come from ``data_seed`` (shared by all configurations), the DP noise from ``seed``."""
     data_rng, rng = np.random.default_rng(data_seed), np.random.default_rng(seed)
     b = np.asarray(beta)
@@ -116,8 +138,14 @@ def run_exp2(name: str, seed: int, reps: int, bins_per_dim: int | None = None, n
     y_sd = np.sqrt(b[1] ** 2 + 0.25 * b[2] ** 2 + noise_sd**2)
     ylo, yhi = np.floor(2 * (y_mean - 4 * y_sd)) / 2, np.ceil(2 * (y_mean + 4 * y_sd)) / 2
     bins = [
-        Bins.from_bounds([-4.0, 0.0, ylo], [4.0, 1.0, yhi], bins_per_dim, n_public=n,
-                         discrete=[False, True, False], columns=["x1", "x2", "y"])
+        Bins.from_bounds(
+            [-4.0, 0.0, ylo],
+            [4.0, 1.0, yhi],
+            bins_per_dim,
+            n_public=n,
+            discrete=[False, True, False],
+            columns=["x1", "x2", "y"],
+        )
         for n in EXP2_SIZES
     ]
 
@@ -135,7 +163,7 @@ def run_exp2(name: str, seed: int, reps: int, bins_per_dim: int | None = None, n
         test = draw(n_test)
         clipped += sum(int(np.sum((d[:, 0] < -4) | (d[:, 0] > 4) | (d[:, 2] < ylo) | (d[:, 2] > yhi))) for d in data)
 
-        def rmse(fit) -> float:
+        def rmse(fit, test: np.ndarray = test) -> float:
             return float(np.sqrt(np.mean((test[:, 2] - fit.predict(test[:, :2])) ** 2)))
 
         party[:, r] = [rmse(fit_ols(d, 2)) for d in data]
@@ -143,9 +171,17 @@ def run_exp2(name: str, seed: int, reps: int, bins_per_dim: int | None = None, n
         for i, e in enumerate(EXP2_EPS):
             merged = homm_synthetic(data, bins, [e] * len(data), rng)
             homm[i, r] = rmse(fit_ols(merged, "y"))
-    return Curves(name, EXP2_EPS, homm, party, orig, False, clipped,
-                  notes=f"X1 in [-4, 4], Y in [{ylo:g}, {yhi:g}], bins/dim (x1, x2, y) "
-                        f"{sorted({bb.bins_per_dim for bb in bins})}, noise sd {noise_sd:.3g}")
+    return Curves(
+        name,
+        EXP2_EPS,
+        homm,
+        party,
+        orig,
+        False,
+        clipped,
+        notes=f"X1 in [-4, 4], Y in [{ylo:g}, {yhi:g}], bins/dim (x1, x2, y) "
+        f"{sorted({bb.bins_per_dim for bb in bins})}, noise sd {noise_sd:.3g}",
+    )
 
 
 # ----------------------------------------------------------------------------- crossovers
@@ -174,8 +210,13 @@ def targets(c: Curves, idx: np.ndarray | None = None) -> dict[str, float]:
     t = {"smallest party": p[0], "average party": p.mean(), "largest party": p[-1]}
     if c.squared:  # Exp. 1: also the exact party RMSEs sigma / sqrt(n_k) (no MC error in the target)
         exact = 1.0 / np.sqrt(np.array(EXP1_SIZES, dtype=np.float64))
-        t.update({"smallest party, exact 1/sqrt(20)": exact[0], "average party, exact": exact.mean(),
-                  "largest party, exact 1/sqrt(150)": exact[-1]})
+        t.update(
+            {
+                "smallest party, exact 1/sqrt(20)": exact[0],
+                "average party, exact": exact.mean(),
+                "largest party, exact 1/sqrt(150)": exact[-1],
+            }
+        )
     if not c.squared:
         t["original HOMM (+0.5%)"] = 1.005 * c.agg(c.original, idx)
     return t
@@ -213,6 +254,7 @@ def fmt_ci(lo: float, hi: float, grid: np.ndarray) -> str:
         if not np.isfinite(x):
             return f">{grid[-1]:g}"
         return f"{x:.2g}"
+
     return f"[{one(lo)}, {one(hi)}]"
 
 
@@ -259,8 +301,14 @@ def no_noise_coefficients(bins_per_dim: int | None, reps: int, seed: int = 3001)
     """Mean OLS coefficients on merged synthetic data at eps = 1e9 (histogram approximation only), Exp. 2."""
     rng = np.random.default_rng(seed)
     bins = [
-        Bins.from_bounds([-4.0, 0.0, -7.0], [4.0, 1.0, 10.0], bins_per_dim, n_public=n,
-                         discrete=[False, True, False], columns=["x1", "x2", "y"])
+        Bins.from_bounds(
+            [-4.0, 0.0, -7.0],
+            [4.0, 1.0, 10.0],
+            bins_per_dim,
+            n_public=n,
+            discrete=[False, True, False],
+            columns=["x1", "x2", "y"],
+        )
         for n in EXP2_SIZES
     ]
     coefs = []
@@ -306,38 +354,58 @@ def main() -> None:
     ]
     lines: list[str] = []
     header = "| exp | HOMM beats | paper eps | " + " | ".join(c.name for c in exp1) + " |"
-    lines += ["### Experiment 1 (crossover eps; 90% bootstrap interval below each value)", "", header,
-              "|---" * (3 + len(exp1)) + "|"]
+    lines += [
+        "### Experiment 1 (crossover eps; 90% bootstrap interval below each value)",
+        "",
+        header,
+        "|---" * (3 + len(exp1)) + "|",
+    ]
     cx1 = [crossovers(c, args.boot, 7) for c in exp1]
     for k in targets(exp1[0]):
         cells = [f"{fmt_eps(cx[k][0], exp1[0].eps)} {fmt_ci(cx[k][1], cx[k][2], exp1[0].eps)}" for cx in cx1]
         lines.append(f"| 1 | {k} | {PAPER[('1', k)]} | " + " | ".join(cells) + " |")
-    lines += ["", "### Experiment 2 (crossover eps; 90% bootstrap interval)", "",
-              "| exp | HOMM beats | paper eps | " + " | ".join(c.name for c in exp2) + " |",
-              "|---" * (3 + len(exp2)) + "|"]
+    lines += [
+        "",
+        "### Experiment 2 (crossover eps; 90% bootstrap interval)",
+        "",
+        "| exp | HOMM beats | paper eps | " + " | ".join(c.name for c in exp2) + " |",
+        "|---" * (3 + len(exp2)) + "|",
+    ]
     cx2 = [crossovers(c, args.boot, 8) for c in exp2]
     for k in targets(exp2[0]):
         cells = [f"{fmt_eps(cx[k][0], exp2[0].eps)} {fmt_ci(cx[k][1], cx[k][2], exp2[0].eps)}" for cx in cx2]
         lines.append(f"| 2 | {k} | {PAPER[('2', k)]} | " + " | ".join(cells) + " |")
 
-    lines += ["", "### Reference RMSEs (own data, non-private)", "",
-              "| config | parties (smallest ... largest) | average party | original HOMM | out-of-bound rows clipped |",
-              "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "### Reference RMSEs (own data, non-private)",
+        "",
+        "| config | parties (smallest ... largest) | average party | original HOMM | out-of-bound rows clipped |",
+        "|---|---|---|---|---|",
+    ]
     for c in exp1 + exp2:
         p = c.agg(c.party)
-        lines.append(f"| {c.name} | {' '.join(f'{v:.4f}' for v in p)} | {p.mean():.4f} | "
-                     f"{c.agg(c.original):.4f} | {c.clipped_rows} |")
+        lines.append(
+            f"| {c.name} | {' '.join(f'{v:.4f}' for v in p)} | {p.mean():.4f} | "
+            f"{c.agg(c.original):.4f} | {c.clipped_rows} |"
+        )
     lines += ["", "### HOMM RMSE along eps (main configurations)", ""]
     lines += curve_table(exp1[0], (0.02, 0.05, 0.08, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0))
     lines += [""]
     lines += curve_table(exp2[0], (0.1, 0.5, 1.0, 2.0, 4.5, 10.0, 20.0))
     lines += [""]
     lines += curve_table(exp2[1], (0.1, 0.5, 1.0, 2.0, 4.5, 10.0, 20.0))
-    lines += ["", "### Why Exp. 2 with the default bins never catches up: histogram approximation", "",
-              "Mean OLS coefficients (true (1, 1, 1)) on the merged synthetic data with no DP noise "
-              "(eps = 1e9), Exp. 2 data (e ~ N(0, var 3)), 100 repetitions. Redrawing X1 uniformly "
-              "within wide bins is an errors-in-variables perturbation: it attenuates the slope of X1.", "",
-              "| bins per continuous dim | intercept | X1 | X2 |", "|---|---|---|---|"]
+    lines += [
+        "",
+        "### Why Exp. 2 with the default bins never catches up: histogram approximation",
+        "",
+        "Mean OLS coefficients (true (1, 1, 1)) on the merged synthetic data with no DP noise "
+        "(eps = 1e9), Exp. 2 data (e ~ N(0, var 3)), 100 repetitions. Redrawing X1 uniformly "
+        "within wide bins is an errors-in-variables perturbation: it attenuates the slope of X1.",
+        "",
+        "| bins per continuous dim | intercept | X1 | X2 |",
+        "|---|---|---|---|",
+    ]
     slope = {}
     for bpd in (None, 8, 15, 40):
         cf = no_noise_coefficients(bpd, 100)
@@ -346,12 +414,15 @@ def main() -> None:
     lines += ["", "Configurations:", ""]
     lines += [f"* Exp. 1, {c.name}: {c.notes}" for c in exp1]
     lines += [f"* Exp. 2, {c.name}: {c.notes}" for c in exp2]
+
     def pt(cx: dict, k: str, grid: np.ndarray) -> str:
         return f"{fmt_eps(cx[k][0], grid)} {fmt_ci(cx[k][1], cx[k][2], grid)}"
 
     g1, g2 = exp1[0].eps, exp2[0].eps
     lines += [
-        "", "### Findings", "",
+        "",
+        "### Findings",
+        "",
         f"* Exp. 1 (main configuration) reproduces the paper: HOMM beats the smallest party at eps "
         f"{pt(cx1[0], 'smallest party', g1)} (paper ~0.08), the average party at "
         f"{pt(cx1[0], 'average party', g1)} (~0.2) and the largest party at "
@@ -378,16 +449,17 @@ def main() -> None:
 
     args.out.mkdir(parents=True, exist_ok=True)
     fig_path = args.out / "rmse_vs_eps.png"
-    figure([
-        (exp1, "Exp. 1: mean of N(0, 1), g = 5 (n = 370)", "RMSE of the mean", (0.08, 0.2, 0.5)),
-        (exp2[:3], "Exp. 2: linear model, e ~ N(0, var 3), g = 10 (n = 1000)", "test prediction RMSE", (1.0, 4.5)),
-        (exp2[3:], "Exp. 2 with e ~ N(0, sd 3)", "test prediction RMSE", (1.0, 4.5)),
-    ], fig_path)
+    figure(
+        [
+            (exp1, "Exp. 1: mean of N(0, 1), g = 5 (n = 370)", "RMSE of the mean", (0.08, 0.2, 0.5)),
+            (exp2[:3], "Exp. 2: linear model, e ~ N(0, var 3), g = 10 (n = 1000)", "test prediction RMSE", (1.0, 4.5)),
+            (exp2[3:], "Exp. 2 with e ~ N(0, sd 3)", "test prediction RMSE", (1.0, 4.5)),
+        ],
+        fig_path,
+    )
     wall = time.perf_counter() - t0
-    machine = (f"{platform.machine()} {platform.processor() or ''}".strip()
-               + f", {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
-               f"Python {platform.python_version()}, NumPy {np.__version__}")
-    cmd = "OMP_NUM_THREADS=1 python paper/multiparty_synthetic.py " + " ".join(sys.argv[1:])
+    machine = describe("numpy")
+    cmd = "OMP_NUM_THREADS=1 python -m paper.multiparty_synthetic " + " ".join(sys.argv[1:])
     md = [
         "# Su & Liu (2020): merged DP synthetic data vs a party's own data (Experiments 1 and 2)",
         "",
@@ -397,7 +469,7 @@ def main() -> None:
         "",
         "Setup" + (__doc__ or "").split("Setup", 1)[1].rstrip(),
         "",
-        "\"n/r\": not reported by the paper. The first data column is the main configuration; the "
+        '"n/r": not reported by the paper. The first data column is the main configuration; the '
         "others vary a choice the paper does not state.",
         "",
         table,

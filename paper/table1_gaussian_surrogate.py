@@ -6,7 +6,7 @@ release then uses the surrogate's own bounds (as the paper's procedure does) and
 calibration, J consecutive parties and seeds. If normalX matches fixedS on the surrogate but
 not on the data, the Gaussian-feature model (``S_j ~ W(Sigma_x, n_j)``) is what fails.
 
-    python paper/table1_gaussian_surrogate.py [--dataset bike_sharing] [--J 5] [--reps 10] [--level-moves on]
+    python -m paper.table1_gaussian_surrogate [--dataset bike_sharing] [--J 5] [--reps 10] [--level-moves on]
 
 ``--level-moves on`` runs normalX with its level moves at any d (the default turns them off above
 d = 8).
@@ -15,18 +15,15 @@ d = 8).
 from __future__ import annotations
 
 import argparse
-import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-from bayes_dpreg.data import load_dataset
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import experiments as ex  # noqa: E402  (paper/experiments.py: the paper's runner, not in the wheel)
-
 import bayes_dpreg  # noqa: E402
+from bayes_dpreg.datasets import load_dataset
+from paper import experiments as ex
+
 bayes_dpreg.enable_x64()  # this script calls the low-level modules (kernels, closed forms) directly
 
 
@@ -53,26 +50,33 @@ def main() -> None:
     rng = np.random.default_rng(0)
     Xg, yg = surrogate(ds.X_train, ds.y_train, len(ds.X_train), rng)
     Xt, yt = surrogate(ds.X_train, ds.y_train, len(ds.X_test), rng)
-    print(f"{a.dataset}, J = {a.J}, {a.calibration}, {a.reps} noise draws, {a.iterations} iterations, "
-          f"normalX level moves {a.level_moves}: mean test MSE [median]\n")
+    print(
+        f"{a.dataset}, J = {a.J}, {a.calibration}, {a.reps} noise draws, {a.iterations} iterations, "
+        f"normalX level moves {a.level_moves}: mean test MSE [median]\n"
+    )
     print("| data | ||X|| | normalX | fixedS | fast | OLS |")
     print("|---|---|---|---|---|---|")
-    for label, (X, y, Xte, yte) in {"real": (ds.X_train, ds.y_train, ds.X_test, ds.y_test),
-                                    "Gaussian surrogate": (Xg, yg, Xt, yt)}.items():
+    for label, (X, y, Xte, yte) in {
+        "real": (ds.X_train, ds.y_train, ds.X_test, ds.y_test),
+        "Gaussian surrogate": (Xg, yg, Xt, yt),
+    }.items():
         reps = ex.data_replicates(X, y, a.J, reps=a.reps, calibration=a.calibration, seed=0, stream=2000)
-        out = ex.run_methods(reps, ["normalx", "fixeds", "fast"], num_iterations=a.iterations,
-                             options=options)
+        out = ex.run_methods(reps, ["normalx", "fixeds", "fast"], num_iterations=a.iterations, options=options)
         cells = []
         for m in ("normalx", "fixeds", "fast"):
             mse = ((out[m].mean @ Xte.T - yte) ** 2).mean(-1)
             cells.append(f"{mse.mean():.4f} [{np.median(mse):.4f}]")
         ols = np.linalg.lstsq(X, y, rcond=None)[0]
-        print(f"| {label} | {reps[0].ssp[0].x_bound:.1f} | " + " | ".join(cells) + f" | {((Xte @ ols - yte) ** 2).mean():.4f} |",
-              flush=True)
+        print(
+            f"| {label} | {reps[0].ssp[0].x_bound:.1f} | "
+            + " | ".join(cells)
+            + f" | {((Xte @ ols - yte) ** 2).mean():.4f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
     from bayes_dpreg import configure_threads
 
-    configure_threads()  # one XLA CPU thread before JAX computes anything (bayes_dpreg.threads)
+    configure_threads()  # one XLA CPU thread before JAX computes anything (bayes_dpreg.runtime.threads)
     main()

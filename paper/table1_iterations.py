@@ -2,21 +2,18 @@
 of ``paper/reproduce.py table1`` (same seeds), 2000 and 1e4 iterations (first half warm-up), two chain
 seeds each: mean test MSE and the first five replications.
 
-    python paper/table1_iterations.py bike_sharing 5 bs [--reps 10] [--calibration as_published]
+    python -m paper.table1_iterations bike_sharing 5 bs [--reps 10] [--calibration as_published]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import experiments as ex  # noqa: E402  (paper/experiments.py: the paper's runner, not in the wheel)
+from paper import experiments as ex
 
 
 def main() -> None:
@@ -29,8 +26,7 @@ def main() -> None:
     p.add_argument("--data-dir", default=None)
     a = p.parse_args()
     warnings.simplefilter("ignore")
-    rr, ds = ex.real_replicates(a.dataset, a.J, reps=a.reps, calibration=a.calibration, seed=0,
-                                data_dir=a.data_dir)
+    rr, ds = ex.real_replicates(a.dataset, a.J, reps=a.reps, calibration=a.calibration, seed=0, data_dir=a.data_dir)
     print("| data set | J | method | iterations | chain seed | mean test MSE | replications 0-4 | seconds |")
     print("|---|---|---|---|---|---|---|---|")
     for it in (2000, 10_000):
@@ -38,12 +34,15 @@ def main() -> None:
             t = time.perf_counter()
             o = ex.run_methods(rr, [a.method], num_iterations=it, seed=seed)[a.method]
             mse = ((o.mean @ ds.X_test.T - ds.y_test) ** 2).mean(-1)
-            print(f"| {a.dataset} | {a.J} | {a.method} | {it} | {seed} | {mse.mean():.4f} | "
-                  f"{np.array2string(mse[:5], precision=4)} | {time.perf_counter() - t:.0f} |", flush=True)
+            print(
+                f"| {a.dataset} | {a.J} | {a.method} | {it} | {seed} | {mse.mean():.4f} | "
+                f"{np.array2string(mse[:5], precision=4)} | {time.perf_counter() - t:.0f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":
     from bayes_dpreg import configure_threads
 
-    configure_threads()  # one XLA CPU thread before JAX computes anything (bayes_dpreg.threads)
+    configure_threads()  # one XLA CPU thread before JAX computes anything (bayes_dpreg.runtime.threads)
     main()

@@ -4,24 +4,21 @@ For each data set and J, over the first ``--reps`` noise draws of ``paper/reprod
 seeds): the smallest eigenvalues of the true ``S = X^T X`` and of the fixed ``sum_j
 nearestPSD(S~_j)`` that MCMC-fixedS and Bayes-fixedS-fast use, and fast's test MSE.
 
-    python paper/table1_j1_conditioning.py [--calibration as_published] [--reps 4]
+    python -m paper.table1_j1_conditioning [--calibration as_published] [--reps 4]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import warnings
-from pathlib import Path
 
+import jax.numpy as jnp
 import numpy as np
 
-from bayes_dpreg.linalg import nearest_psd
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import experiments as ex  # noqa: E402  (paper/experiments.py: the paper's runner, not in the wheel)
-
 import bayes_dpreg  # noqa: E402
+from bayes_dpreg.model.linalg import nearest_psd
+from paper import experiments as ex
+
 bayes_dpreg.enable_x64()  # this script calls the low-level modules (kernels, closed forms) directly
 
 
@@ -42,13 +39,16 @@ def main() -> None:
             fast = ex.run_methods(rr, ["fast"])["fast"].mean
             mse = ((fast @ ds.X_test.T - ds.y_test) ** 2).mean(-1)
             for r, rep in enumerate(rr):
-                proj = np.linalg.eigvalsh(sum(np.asarray(nearest_psd(s.S)) for s in rep.ssp))[:3]
-                print(f"| {name} | {J} | {rep.ssp[0].sigma_S:.0f} | {np.array2string(true, precision=0)} | {r} "
-                      f"| {np.array2string(np.abs(proj), precision=0)} | {mse[r]:.4f} |")
+                fixed = np.sum([np.asarray(nearest_psd(jnp.asarray(s.S))) for s in rep.ssp], axis=0)
+                proj = np.linalg.eigvalsh(fixed)[:3]
+                print(
+                    f"| {name} | {J} | {rep.ssp[0].sigma_S:.0f} | {np.array2string(true, precision=0)} | {r} "
+                    f"| {np.array2string(np.abs(proj), precision=0)} | {mse[r]:.4f} |"
+                )
 
 
 if __name__ == "__main__":
     from bayes_dpreg import configure_threads
 
-    configure_threads()  # one XLA CPU thread before JAX computes anything (bayes_dpreg.threads)
+    configure_threads()  # one XLA CPU thread before JAX computes anything (bayes_dpreg.runtime.threads)
     main()

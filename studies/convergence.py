@@ -1,6 +1,6 @@
 """Convergence of MCMC-normalX on the paper's simulation: n = 1e5, d = 5, J = 5, eps = 1.
 
-    python studies/convergence.py [--seeds 1 2 3 4 5] [--out docs/results/convergence]
+    python -m studies.convergence [--seeds 1 2 3 4 5] [--out docs/results/convergence]
 
 Data from the paper's generative model (Sigma_x ~ IW(V^T V, d + 1)), bounds set to the
 data's maxima as in the paper, delta = 1/n, the paper's prior (a = 20, b = 0.5, C = 38 I,
@@ -19,8 +19,8 @@ import arviz as az
 import numpy as np
 
 import bayes_dpreg as bd
-from bayes_dpreg.data import paper_scale_matrix
-from bayes_dpreg.prior import Prior
+from bayes_dpreg.datasets import paper_scale_matrix
+from bayes_dpreg.model.prior import Prior
 
 bd.enable_x64()  # this script calls the low-level modules (kernels, closed forms) directly
 
@@ -31,11 +31,21 @@ def run(seed: int, variant: dict, d=5, J=5, n=100_000, warmup=1000, draws=5000):
     Lam = paper_scale_matrix(d, 1000 + seed)
     sim = bd.simulate(n, d, seed=seed, Lambda=Lam)
     xb, yb = np.linalg.norm(sim.X, axis=1).max(), np.abs(sim.y).max()
-    stats = [bd.release(X, y, epsilon=1.0, delta=1 / n, x_bound=xb, y_bound=yb, seed=100 * seed + j)
-             for j, (X, y) in enumerate(bd.split_parties(sim.X, sim.y, J))]
+    stats = [
+        bd.release(X, y, epsilon=1.0, delta=1 / n, x_bound=xb, y_bound=yb, seed=100 * seed + j)
+        for j, (X, y) in enumerate(bd.split_parties(sim.X, sim.y, J))
+    ]
     t0 = time.perf_counter()
-    idata = bd.fit(stats, method="normalx", prior=Prior(a=20.0, b=0.5, C=38.0, Lambda=Lam), num_warmup=warmup,
-                   num_samples=draws, num_chains=4, seed=seed, **variant)
+    idata = bd.fit(
+        stats,
+        method="normalx",
+        prior=Prior(a=20.0, b=0.5, C=38.0, Lambda=Lam),
+        num_warmup=warmup,
+        num_samples=draws,
+        num_chains=4,
+        seed=seed,
+        **variant,
+    )
     return idata, time.perf_counter() - t0, sim
 
 
@@ -46,14 +56,19 @@ def main() -> None:
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    lines = ["| seed | sampler | max R-hat | min bulk ESS | min tail ESS | wall (s) | pass |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| seed | sampler | max R-hat | min bulk ESS | min tail ESS | wall (s) | pass |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for seed in args.seeds:
         for label, variant in VARIANTS.items():
             idata, sec, sim = run(seed, variant)
             summ = az.summary(idata, var_names=["theta"], kind="diagnostics")
             rhat, ess_b, ess_t = summ["r_hat"].max(), summ["ess_bulk"].min(), summ["ess_tail"].min()
             ok = rhat <= 1.01 and ess_b >= 400
-            lines.append(f"| {seed} | {label} | {rhat:.3f} | {ess_b:.0f} | {ess_t:.0f} | {sec:.0f} | {'yes' if ok else 'no'} |")
+            lines.append(
+                f"| {seed} | {label} | {rhat:.3f} | {ess_b:.0f} | {ess_t:.0f} | {sec:.0f} | {'yes' if ok else 'no'} |"
+            )
             print(lines[-1], flush=True)
             if seed == args.seeds[0]:
                 import matplotlib
@@ -71,9 +86,10 @@ def main() -> None:
                 plt.close("all")
     table = "\n".join(lines)
     (out / "table.md").write_text(
-        "Command: `python studies/convergence.py --seeds " + " ".join(map(str, args.seeds)) + "`\n\n"
+        "Command: `python -m studies.convergence --seeds " + " ".join(map(str, args.seeds)) + "`\n\n"
         "n = 1e5, d = 5, J = 5, eps = 1, delta = 1/n; 4 chains x (1000 warm-up + 5000 draws); "
-        "pass = max R-hat <= 1.01 and min bulk ESS >= 400 over theta.\n\n" + table + "\n")
+        "pass = max R-hat <= 1.01 and min bulk ESS >= 400 over theta.\n\n" + table + "\n"
+    )
     print(table)
 
 

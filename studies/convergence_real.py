@@ -1,6 +1,6 @@
 """Convergence on real features: the Metropolis normalX sampler against normalx-nuts.
 
-    python studies/convergence_real.py [--data bike_sharing] [--seeds 1 2 3] [--out docs/results/convergence]
+    python -m studies.convergence_real [--data bike_sharing] [--seeds 1 2 3] [--out docs/results/convergence]
 
 Bike sharing (d = 14) or power plant (d = 4) training rows in J = 5 consecutive blocks,
 ``theta ~ N(0, 0.2^2 I)``, ``sigma_y^2 ~ IG(3, 0.02)``, eps = 1, bounds at the data maxima,
@@ -13,26 +13,28 @@ over sigma2 and over the eigenvalues of Sigma_x (rank-normalised, ArviZ), and wa
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import arviz as az
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import coverage as cov  # noqa: E402
+from lab.paths import DATA_DIR, REPO
+from studies import coverage as cov
 
-VARIANTS = {"normalx": ("normalx", {}), "normalx, level moves on": ("normalx", {"level_moves": True}),
-            "normalx-nuts": ("normalx-nuts", {})}
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "normalx": ("normalx", {}),
+    "normalx, level moves on": ("normalx", {"level_moves": True}),
+    "normalx-nuts": ("normalx-nuts", {}),
+}
 
 
 def diagnostics(idata) -> dict[str, tuple[float, float]]:
     post = idata.posterior
     ev = np.linalg.eigvalsh(idata.latent_posterior["Sigma_x"].values)
-    ds = az.convert_to_dataset({"theta": post["theta"].values, "sigma2": post["sigma2"].values,
-                                "eig_Sigma_x": ev})
+    ds = az.convert_to_dataset({"theta": post["theta"].values, "sigma2": post["sigma2"].values, "eig_Sigma_x": ev})
     rh, ess = az.rhat(ds, method="rank"), az.ess(ds, method="bulk")
     return {k: (float(rh[k].max()), float(ess[k].min())) for k in ("theta", "sigma2", "eig_Sigma_x")}
 
@@ -43,15 +45,24 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default="bike_sharing", choices=list(cov.DATA_FILES))
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    ap.add_argument("--data-dir", default=str(cov.REPO.parent / "shared" / "data"))
-    ap.add_argument("--out", default=str(cov.REPO / "docs" / "results" / "convergence"))
+    ap.add_argument("--data-dir", default=str(DATA_DIR))
+    ap.add_argument("--out", default=str(REPO / "docs" / "results" / "convergence"))
     args = ap.parse_args()
-    cell = dict(id=f"real-{args.data}-blocks-default-tau0.2", suite="real", data=args.data, split="blocks", J=5,
-                eps=1.0, tau=0.2, prior="default")
-    lines = [f"command: `python studies/convergence_real.py --data {args.data} --seeds "
-             f"{' '.join(map(str, args.seeds))}`\n",
-             "| seed | sampler | theta: max R-hat / min ESS | sigma2 | eigenvalues of Sigma_x | wall (s) |",
-             "|---|---|---|---|---|---|"]
+    cell = dict(
+        id=f"real-{args.data}-blocks-default-tau0.2",
+        suite="real",
+        data=args.data,
+        split="blocks",
+        J=5,
+        eps=1.0,
+        tau=0.2,
+        prior="default",
+    )
+    lines = [
+        f"command: `python -m studies.convergence_real --data {args.data} --seeds {' '.join(map(str, args.seeds))}`\n",
+        "| seed | sampler | theta: max R-hat / min ESS | sigma2 | eigenvalues of Sigma_x | wall (s) |",
+        "|---|---|---|---|---|---|",
+    ]
     print("\n".join(lines), flush=True)
     for seed in args.seeds:
         (X, y, s_noise), _, _ = cov.replicate(cell, seed, 2026, args.data_dir)

@@ -1,6 +1,6 @@
 """Coverage of credible intervals and error of the posterior mean, for every method, through ``bayes_dpreg.fit``.
 
-    python studies/coverage.py --suite paper|small|real [--reps 200] [--workers 2]
+    python -m studies.coverage --suite paper|small|real [--reps 200] [--workers 2]
         [--methods normalx-nuts fixeds ...] [--cells ID ...] [--out docs/results/coverage]
 
 Every replication redraws the truth (where it is random), the data (where simulated) and
@@ -42,21 +42,23 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import csv
 import functools
 import math
 import multiprocessing
 import os
-import platform
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+from lab.machine import describe
+from lab.paths import DATA_DIR, REPO
+from lab.rows import append_rows, read_rows, write_rows
+
 METHODS = ("normalx-nuts", "normalx-clt", "normalx", "fixeds", "fast", "bs", "adassp", "oracle")
 ORACLE_OF = {"oracle": "normalx-nuts"}  # the method an oracle row fits, with the generating Sigma_x prior
 LEVELS = (0.5, 0.9, 0.95)
@@ -66,11 +68,18 @@ DATA_FILES = {"power_plant": "power_plant_energy.csv", "bike_sharing": "bike_sha
 
 def cells(suite: str) -> list[dict[str, Any]]:
     if suite == "paper":
-        return [dict(id=f"paper-d{d}-J{J}-eps{eps:g}", suite=suite, d=d, J=J, eps=eps, n=100_000, prior="default")
-                for d in (2, 5) for J in (1, 5, 10) for eps in (0.5, 1.0, 5.0)]
+        return [
+            dict(id=f"paper-d{d}-J{J}-eps{eps:g}", suite=suite, d=d, J=J, eps=eps, n=100_000, prior="default")
+            for d in (2, 5)
+            for J in (1, 5, 10)
+            for eps in (0.5, 1.0, 5.0)
+        ]
     if suite == "small":
-        return [dict(id=f"small-n{nj}-eps{eps:g}", suite=suite, d=3, J=3, eps=eps, n=3 * nj, prior="matched")
-                for nj in (100, 300, 1000) for eps in (0.3, 1.0, 3.0)]
+        return [
+            dict(id=f"small-n{nj}-eps{eps:g}", suite=suite, d=3, J=3, eps=eps, n=3 * nj, prior="matched")
+            for nj in (100, 300, 1000)
+            for eps in (0.3, 1.0, 3.0)
+        ]
     if suite == "correlated":
         out = []
         for i, (J, nj, eps, fam) in enumerate(
@@ -79,25 +88,46 @@ def cells(suite: str) -> list[dict[str, Any]]:
             odd = (J == 10) ^ (nj == 3000) ^ (eps == 2.0) ^ (fam == "lkj")
             bounds = "quantile" if odd else "max"
             d = (3, 5, 10)[i % 3]
-            out.append(dict(id=f"corr-{fam}-d{d}-J{J}-n{nj}-eps{eps:g}-{bounds}", suite=suite, d=d, J=J, n=J * nj,
-                            eps=eps, family=fam, bounds=bounds, prior="default"))
+            out.append(
+                dict(
+                    id=f"corr-{fam}-d{d}-J{J}-n{nj}-eps{eps:g}-{bounds}",
+                    suite=suite,
+                    d=d,
+                    J=J,
+                    n=J * nj,
+                    eps=eps,
+                    family=fam,
+                    bounds=bounds,
+                    prior="default",
+                )
+            )
         return out
     if suite == "real":
         out = []
         for name in DATA_FILES:
             for split in ("blocks", "random"):
                 for prior, tau in (("matched", 0.2), ("default", 0.04), ("default", 0.2), ("default", 1.0)):
-                    out.append(dict(id=f"real-{name}-{split}-{prior}-tau{tau:g}", suite=suite, data=name, split=split,
-                                    J=5, eps=1.0, tau=tau, prior=prior))
+                    out.append(
+                        dict(
+                            id=f"real-{name}-{split}-{prior}-tau{tau:g}",
+                            suite=suite,
+                            data=name,
+                            split=split,
+                            J=5,
+                            eps=1.0,
+                            tau=tau,
+                            prior=prior,
+                        )
+                    )
         return out
     raise ValueError(f"unknown suite {suite!r}")
 
 
-SMALL_PRIOR = dict(m=0.0, C=0.25, a=3.0, b=0.5, Lambda=2.0, kappa=6.0)
-REAL_MATCHED_PRIOR = dict(C=0.04, a=3.0, b=0.02)
+SMALL_PRIOR: dict[str, Any] = dict(m=0.0, C=0.25, a=3.0, b=0.5, Lambda=2.0, kappa=6.0)
+REAL_MATCHED_PRIOR: dict[str, Any] = dict(C=0.04, a=3.0, b=0.02)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _real_data(name: str, data_dir: str) -> np.ndarray:
     import bayes_dpreg as bd
 
@@ -109,8 +139,9 @@ def streams(cell: dict[str, Any], rep: int, seed: int) -> list[np.random.SeedSeq
     return np.random.SeedSequence(seed, spawn_key=(sum(map(ord, cell["id"])), len(cell["id"]), rep)).spawn(3)
 
 
-def fit_priors(cell: dict[str, Any], reps: list[int], seed: int, data_dir: str, priors: Any,
-               methods: tuple[str, ...], label: str) -> list[dict[str, Any]]:
+def fit_priors(
+    cell: dict[str, Any], reps: list[int], seed: int, data_dir: str, priors: Any, methods: tuple[str, ...], label: str
+) -> list[dict[str, Any]]:
     """Fit ``methods`` under each prior of ``priors(stats, rep) -> {name: Prior}`` on the same
     releases of replications ``reps`` of ``cell``; one :func:`_metrics` row per fit, with
     ``row[label]`` the prior's name (for the prior studies)."""
@@ -132,15 +163,17 @@ def fit_priors(cell: dict[str, Any], reps: list[int], seed: int, data_dir: str, 
 
 def replicate(cell: dict[str, Any], rep: int, seed: int, data_dir: str) -> tuple[Any, np.ndarray, Any]:
     """Data, truth and the prior given to the fit for replication ``rep`` of ``cell``."""
-    import bayes_dpreg as bd
-    from bayes_dpreg.data import paper_scale_matrix
     from scipy.stats import invwishart
+
+    import bayes_dpreg as bd
+    from bayes_dpreg.datasets import paper_scale_matrix
 
     s_data, s_noise, s_split = streams(cell, rep, seed)
     rng = np.random.default_rng(s_data)
     if cell["suite"] == "paper":
-        Lam = paper_scale_matrix(cell["d"], rng)
-        sim = bd.simulate(cell["n"], cell["d"], rng.integers(2**32), Lambda=Lam)
+        # the data stream continues after Lambda (numpy takes a Generator as a seed; the annotation omits it)
+        Lam = paper_scale_matrix(cell["d"], cast(Any, rng))
+        sim = bd.simulate(cell["n"], cell["d"], int(rng.integers(2**32)), Lambda=Lam)
         X, y, theta = sim.X, sim.y, sim.theta
         prior = bd.Prior()
     elif cell["suite"] == "correlated":
@@ -202,10 +235,11 @@ def _correlated(cell: dict[str, Any], rng: np.random.Generator) -> tuple[np.ndar
     return X, y, theta
 
 
-def _releases(X: np.ndarray, y: np.ndarray, J: int, eps: float, s_noise: Any, kinds: set[str],
-              bounds: str = "max") -> dict[str, list]:
+def _releases(
+    X: np.ndarray, y: np.ndarray, J: int, eps: float, s_noise: Any, kinds: set[str], bounds: str = "max"
+) -> dict[str, list]:
     import bayes_dpreg as bd
-    from bayes_dpreg.release import release_bs
+    from bayes_dpreg.release.mechanisms import release_bs
 
     parts = bd.split_parties(X, y, J)
     if bounds == "quantile":  # each party's own private bounds (OpenDP; not reproducible by a seed)
@@ -214,11 +248,13 @@ def _releases(X: np.ndarray, y: np.ndarray, J: int, eps: float, s_noise: Any, ki
     else:
         xbs = [float(np.linalg.norm(X, axis=1).max()) * (1 + 1e-12)] * J
         ybs = [float(np.abs(y).max()) * (1 + 1e-12)] * J
-    fns = {"ssp": bd.release, "adassp": bd.release_adassp, "bs": release_bs}
+    fns: dict[str, Callable[..., Any]] = {"ssp": bd.release, "adassp": bd.release_adassp, "bs": release_bs}
     out = {}
     for kind, sk in zip(sorted(kinds), s_noise.spawn(len(kinds))):
-        out[kind] = [fns[kind](Xj, yj, epsilon=eps, delta=1e-5, x_bound=xb, y_bound=yb, seed=sj)
-                     for (Xj, yj), xb, yb, sj in zip(parts, xbs, ybs, sk.spawn(J))]
+        out[kind] = [
+            fns[kind](Xj, yj, epsilon=eps, delta=1e-5, x_bound=xb, y_bound=yb, seed=sj)
+            for (Xj, yj), xb, yb, sj in zip(parts, xbs, ybs, sk.spawn(J))
+        ]
     return out
 
 
@@ -228,12 +264,15 @@ def oracle_prior(cell: dict[str, Any], rep: int, seed: int) -> Any:
     LKJ(1) correlation with scales ``exp(N(0, 1))`` (``Prior(Sigma_x_prior="lkj", Lambda=1, eta=1,
     scale_sd=1)``)."""
     import bayes_dpreg as bd
-    from bayes_dpreg.data import paper_scale_matrix
+    from bayes_dpreg.datasets import paper_scale_matrix
 
     if cell["suite"] == "paper":
         s_data, _, _ = streams(cell, rep, seed)
-        return bd.Prior(Lambda=paper_scale_matrix(cell["d"], np.random.default_rng(s_data)), kappa=cell["d"] + 1.0,
-                        Sigma_x_prior="iw")
+        return bd.Prior(
+            Lambda=paper_scale_matrix(cell["d"], s_data),
+            kappa=cell["d"] + 1.0,
+            Sigma_x_prior="iw",
+        )
     if cell["suite"] == "correlated" and cell["family"] == "iw":
         return bd.Prior(Lambda=np.eye(cell["d"]), kappa=cell["d"] + 1.0, Sigma_x_prior="iw")
     if cell["suite"] == "correlated":
@@ -241,19 +280,27 @@ def oracle_prior(cell: dict[str, Any], rep: int, seed: int) -> Any:
     return None
 
 
-def run_chunk(cell: dict[str, Any], reps: list[int], methods: tuple[str, ...], seed: int,
-              data_dir: str) -> list[dict[str, Any]]:
+def run_chunk(
+    cell: dict[str, Any], reps: list[int], methods: tuple[str, ...], seed: int, data_dir: str
+) -> list[dict[str, Any]]:
     """Fit every method on replications ``reps`` of ``cell`` (in a worker process)."""
     import bayes_dpreg as bd
-    from bayes_dpreg.privacy import ClippingWarning
+    from bayes_dpreg.release.privacy import ClippingWarning
 
     rows = []
     for rep in reps:
         (X, y, s_noise), theta, prior = replicate(cell, rep, seed, data_dir)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ClippingWarning)
-            rel = _releases(X, y, cell["J"], cell["eps"], s_noise, {RELEASE_OF.get(m, "ssp") for m in methods},
-                            cell.get("bounds", "max"))
+            rel = _releases(
+                X,
+                y,
+                cell["J"],
+                cell["eps"],
+                s_noise,
+                {RELEASE_OF.get(m, "ssp") for m in methods},
+                cell.get("bounds", "max"),
+            )
         for m in methods:
             fit_prior = oracle_prior(cell, rep, seed) if m in ORACLE_OF else prior
             if fit_prior is None:
@@ -276,45 +323,58 @@ def _metrics(cell: dict[str, Any], rep: int, method: str, idata: Any, theta: np.
     post = idata.posterior
     th = post["theta"].values.reshape(-1, theta.size)
     at = post.attrs
-    row: dict[str, Any] = dict(cell=cell["id"], rep=rep, method=method, d=theta.size,
-                               sq_error=float(((th.mean(0) - theta) ** 2).mean()),
-                               truth_ms=float((theta**2).mean()), seconds=seconds,
-                               prior_sd=float(np.sqrt(np.mean(np.square(at["prior_theta_sd"])))))
+    row: dict[str, Any] = dict(
+        cell=cell["id"],
+        rep=rep,
+        method=method,
+        d=theta.size,
+        sq_error=float(((th.mean(0) - theta) ** 2).mean()),
+        truth_ms=float((theta**2).mean()),
+        seconds=seconds,
+        prior_sd=float(np.sqrt(np.mean(np.square(at["prior_theta_sd"])))),
+    )
     if th.shape[0] > 1:
         for level in LEVELS:
             lo, hi = np.quantile(th, [(1 - level) / 2, (1 + level) / 2], axis=0)
             row[f"cover{int(level * 100)}"] = float(((lo <= theta) & (theta <= hi)).mean())
             row[f"width{int(level * 100)}"] = float((hi - lo).mean())
     if "max_rhat" in at:
-        row.update(max_rhat=float(at["max_rhat"]), min_ess_bulk=float(at["min_ess_bulk"]),
-                   min_ess_tail=float(at["min_ess_tail"]), converged=int(at["converged"]),
-                   divergences=int(at.get("divergences", 0)))
+        row.update(
+            max_rhat=float(at["max_rhat"]),
+            min_ess_bulk=float(at["min_ess_bulk"]),
+            min_ess_tail=float(at["min_ess_tail"]),
+            converged=int(at["converged"]),
+            divergences=int(at.get("divergences", 0)),
+        )
     if "noise_to_signal" in at:
         row["noise_to_signal"] = float(max(at["noise_to_signal"]))
     return row
 
 
-FIELDS = ["cell", "rep", "method", "d", "cover50", "cover90", "cover95", "width50", "width90", "width95", "sq_error",
-          "truth_ms", "prior_sd", "max_rhat", "min_ess_bulk", "min_ess_tail", "converged", "divergences",
-          "noise_to_signal", "seconds", "error", "warned_unresolved"]
-
-
-def _read(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def _append(path: Path, rows: list[dict[str, Any]]) -> None:
-    new = not path.exists()
-    with open(path, "a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS)
-        if new:
-            w.writeheader()
-        w.writerows(rows)
-        f.flush()
-        os.fsync(f.fileno())
+FIELDS = [
+    "cell",
+    "rep",
+    "method",
+    "d",
+    "cover50",
+    "cover90",
+    "cover95",
+    "width50",
+    "width90",
+    "width95",
+    "sq_error",
+    "truth_ms",
+    "prior_sd",
+    "max_rhat",
+    "min_ess_bulk",
+    "min_ess_tail",
+    "converged",
+    "divergences",
+    "noise_to_signal",
+    "seconds",
+    "error",
+    "warned_unresolved",
+]
 
 
 def _num(r: dict, k: str) -> float:
@@ -345,8 +405,9 @@ def summarise(rows: list[dict[str, Any]], cell_order: list[str], methods: tuple[
             s["rmse"] = float(np.sqrt(se.mean())) if se.size else math.nan
             s["rmse_se"] = float(se.std(ddof=1) / np.sqrt(se.size) / (2 * s["rmse"])) if se.size > 1 else math.nan
             s["rmse_prior_mean"] = float(np.sqrt(np.mean([_num(r, "truth_ms") for r in ok]))) if ok else math.nan
-            s["truth_over_prior_sd"] = float(np.mean([np.sqrt(_num(r, "truth_ms")) / _num(r, "prior_sd")
-                                                      for r in ok])) if ok else math.nan
+            s["truth_over_prior_sd"] = (
+                float(np.mean([np.sqrt(_num(r, "truth_ms")) / _num(r, "prior_sd") for r in ok])) if ok else math.nan
+            )
             rh = np.array([_num(r, "max_rhat") for r in ok])
             if np.isfinite(rh).any():
                 s["rhat_gt_1.01"] = float((rh > 1.01).mean())
@@ -358,39 +419,30 @@ def summarise(rows: list[dict[str, Any]], cell_order: list[str], methods: tuple[
 
 
 def markdown(summary: list[dict[str, Any]]) -> str:
-    head = ("| cell | method | reps | 50% | 90% | 95% | width 90% | RMSE | RMSE of 0 | R-hat > 1.01 | ESS < 400 "
-            "| s / fit |")
+    head = (
+        "| cell | method | reps | 50% | 90% | 95% | width 90% | RMSE | RMSE of 0 | R-hat > 1.01 | ESS < 400 | s / fit |"
+    )
     lines = [head, "|---" * (head.count("|") - 1) + "|"]
     f = lambda v, nd=3: "" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{nd}f}"
     for s in summary:
-        cov = lambda k: "" if math.isnan(s[k]) else f"{s[k]:.3f} ± {s[k + '_se']:.3f}"
-        lines.append(f"| {s['cell']} | {s['method']} | {s['reps']} | {cov('cover50')} | {cov('cover90')} | "
-                     f"{cov('cover95')} | {f(s['width90'])} | {f(s['rmse'], 4)} ± {f(s['rmse_se'], 4)} | "
-                     f"{f(s['rmse_prior_mean'], 4)} | {f(s.get('rhat_gt_1.01', math.nan), 3)} | "
-                     f"{f(s.get('ess_lt_400', math.nan), 3)} | {f(s['seconds_median'], 1)} |")
+        cov = lambda k, s=s: "" if math.isnan(s[k]) else f"{s[k]:.3f} ± {s[k + '_se']:.3f}"
+        lines.append(
+            f"| {s['cell']} | {s['method']} | {s['reps']} | {cov('cover50')} | {cov('cover90')} | "
+            f"{cov('cover95')} | {f(s['width90'])} | {f(s['rmse'], 4)} ± {f(s['rmse_se'], 4)} | "
+            f"{f(s['rmse_prior_mean'], 4)} | {f(s.get('rhat_gt_1.01', math.nan), 3)} | "
+            f"{f(s.get('ess_lt_400', math.nan), 3)} | {f(s['seconds_median'], 1)} |"
+        )
     return "\n".join(lines) + "\n"
 
 
-def write_summary(out: Path, suite: str, rows: list[dict], cell_order: list[str], methods: tuple[str, ...],
-                  header: str) -> None:
+def write_summary(
+    out: Path, suite: str, rows: list[dict], cell_order: list[str], methods: tuple[str, ...], header: str
+) -> None:
     summary = summarise(rows, cell_order, methods)
     if not summary:
         return
-    keys = list(dict.fromkeys(k for s in summary for k in s))
-    tmp = out / f"coverage_{suite}.csv.tmp"
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        w.writerows(summary)
-    tmp.replace(out / f"coverage_{suite}.csv")
+    write_rows(out / f"coverage_{suite}.csv", summary)
     (out / f"coverage_{suite}.md").write_text(header + "\n" + markdown(summary))
-
-
-def _machine() -> str:
-    import jax
-
-    return f"{platform.machine()} {os.cpu_count()} CPUs, {platform.system()}, python {platform.python_version()}, " \
-           f"jax {jax.__version__} ({jax.default_backend()})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -402,31 +454,38 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     ap.add_argument("--cells", nargs="+", default=None, help="cell ids (default: all of the suite)")
     ap.add_argument("--seed", type=int, default=2026)
-    ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data"))
+    ap.add_argument("--data-dir", default=str(DATA_DIR))
     ap.add_argument("--out", default=str(REPO / "docs" / "results" / "coverage"))
     args = ap.parse_args(argv)
     from bayes_dpreg import configure_threads
 
-    configure_threads()  # one XLA CPU thread, inherited by the workers (bayes_dpreg.threads)
+    configure_threads()  # one XLA CPU thread, inherited by the workers (bayes_dpreg.runtime.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     methods = tuple(args.methods)
     all_cells = cells(args.suite)
     todo_cells = [c for c in all_cells if args.cells is None or c["id"] in args.cells]
     path = out / f"{args.suite}_replications.csv"
-    done = {(r["cell"], int(r["rep"]), r["method"]) for r in _read(path)}
+    done = {(r["cell"], int(r["rep"]), r["method"]) for r in read_rows(path)}
     per_cell = []
     for c in todo_cells:
         missing = [r for r in range(args.reps) if any((c["id"], r, m) not in done for m in methods)]
-        per_cell.append([(c, missing[i:i + args.chunk]) for i in range(0, len(missing), args.chunk)])
+        per_cell.append([(c, missing[i : i + args.chunk]) for i in range(0, len(missing), args.chunk)])
     # round-robin over the cells, so that a run stopped early has replications of every cell
-    tasks = [t for k in range(max(map(len, per_cell), default=0)) for chunks in per_cell if k < len(chunks)
-             for t in [chunks[k]]]
-    command = "python studies/coverage.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    header = (f"# Coverage, suite `{args.suite}`\n\ncommand: `{command}`\n\nmachine: {_machine()}\n\n"
-              f"Coverage: mean over replications of the fraction of coefficients inside the central interval, "
-              f"± Monte-Carlo standard error. RMSE: root mean squared error of the posterior mean per coefficient "
-              f"(RMSE of 0: the prior mean's). R-hat/ESS: fraction of fits over the thresholds.\n")
+    tasks = [
+        t
+        for k in range(max(map(len, per_cell), default=0))
+        for chunks in per_cell
+        if k < len(chunks)
+        for t in [chunks[k]]
+    ]
+    command = "python -m studies.coverage " + " ".join(sys.argv[1:] if argv is None else argv)
+    header = (
+        f"# Coverage, suite `{args.suite}`\n\ncommand: `{command}`\n\nmachine: {describe('jax')}\n\n"
+        f"Coverage: mean over replications of the fraction of coefficients inside the central interval, "
+        f"± Monte-Carlo standard error. RMSE: root mean squared error of the posterior mean per coefficient "
+        f"(RMSE of 0: the prior mean's). R-hat/ESS: fraction of fits over the thresholds.\n"
+    )
     print(f"{len(tasks)} tasks ({sum(len(t[1]) for t in tasks)} replications) over {args.workers} workers", flush=True)
     order = [c["id"] for c in all_cells]
     t0 = time.perf_counter()
@@ -436,10 +495,10 @@ def main(argv: list[str] | None = None) -> int:
         for f in concurrent.futures.as_completed(futs):
             c, reps = futs[f]
             rows = [r for r in f.result() if (r["cell"], r["rep"], r["method"]) not in done]
-            _append(path, rows)
+            append_rows(path, rows, FIELDS)
             print(f"{c['id']} reps {reps[0]}-{reps[-1]} done ({time.perf_counter() - t0:.0f} s)", flush=True)
-            write_summary(out, args.suite, _read(path), order, methods, header)
-    write_summary(out, args.suite, _read(path), order, methods, header)
+            write_summary(out, args.suite, read_rows(path), order, methods, header)
+    write_summary(out, args.suite, read_rows(path), order, methods, header)
     print((out / f"coverage_{args.suite}.md").read_text())
     return 0
 

@@ -1,6 +1,6 @@
 """The default's Sigma_x prior against a release-based one, on the same replications as the coverage study.
 
-    python studies/lambda_rule.py CELL [CELL ...] [--reps 25] [--target-accept 0.8]
+    python -m studies.lambda_rule CELL [CELL ...] [--reps 25] [--target-accept 0.8]
         [--out docs/results/coverage]
 
 For each cell of ``studies/coverage.py`` (same data, split and release noise, seed 2026),
@@ -24,8 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import coverage as cov  # noqa: E402  (studies/coverage.py)
+from lab.paths import DATA_DIR, REPO
+from lab.rows import append_rows, read_rows
+from studies import coverage as cov
 
 SEED = 2026
 
@@ -48,18 +49,26 @@ def _row(cid: str, name: str, ta: str, rows: list[dict]) -> str:
     def ms(k: str) -> str:
         return f"{col(k).mean():.3f} ± {col(k).std(ddof=1) / np.sqrt(len(rows)):.3f}"
 
-    return (f"| {cid} | {name} | {ta} | {len(rows)} | {ms('cover90')} | {ms('cover50')} | "
-            f"{np.sqrt(col('sq_error').mean()):.3f} | {(col('divergences') > 0).mean():.2f} | "
-            f"{(col('max_rhat') > 1.01).mean():.2f} | {col('seconds').mean():.1f} |")
+    return (
+        f"| {cid} | {name} | {ta} | {len(rows)} | {ms('cover90')} | {ms('cover50')} | "
+        f"{np.sqrt(col('sq_error').mean()):.3f} | {(col('divergences') > 0).mean():.2f} | "
+        f"{(col('max_rhat') > 1.01).mean():.2f} | {col('seconds').mean():.1f} |"
+    )
 
 
 def _summary(out: Path) -> str:
-    new = cov._read(out / "lambda_rule_replications.csv")
-    lines = ["| cell | Lambda | target accept | reps | 90% coverage | 50% coverage | RMSE | fits with divergences "
-             "| R-hat > 1.01 | s / fit |", "|---|---|---|---|---|---|---|---|---|---|"]
+    new = read_rows(out / "lambda_rule_replications.csv")
+    lines = [
+        "| cell | Lambda | target accept | reps | 90% coverage | 50% coverage | RMSE | fits with divergences "
+        "| R-hat > 1.01 | s / fit |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for cid in dict.fromkeys(r["cell"] for r in new):
-        base = {int(r["rep"]): r for r in cov._read(out / f"{cid.split('-')[0]}_replications.csv")
-                if r["cell"] == cid and r["method"] == "normalx-nuts"}
+        base = {
+            int(r["rep"]): r
+            for r in read_rows(out / f"{cid.split('-')[0]}_replications.csv")
+            if r["cell"] == cid and r["method"] == "normalx-nuts"
+        }
         variants = {"default": ("0.8", base)}
         for ta in dict.fromkeys(r["variant"] for r in new if r["cell"] == cid):
             variants[f"pooled {ta}"] = (ta, {int(r["rep"]): r for r in new if r["cell"] == cid and r["variant"] == ta})
@@ -71,18 +80,18 @@ def _summary(out: Path) -> str:
 def main() -> None:
     import bayes_dpreg as bd
 
-    bd.configure_threads()  # before JAX computes anything (bayes_dpreg.threads)
+    bd.configure_threads()  # before JAX computes anything (bayes_dpreg.runtime.threads)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("cells", nargs="+")
     ap.add_argument("--reps", type=int, default=25)
     ap.add_argument("--target-accept", type=float, default=0.8)
-    ap.add_argument("--data-dir", default=str(cov.REPO.parent / "shared" / "data"))
-    ap.add_argument("--out", default=str(cov.REPO / "docs" / "results" / "coverage"))
+    ap.add_argument("--data-dir", default=str(DATA_DIR))
+    ap.add_argument("--out", default=str(REPO / "docs" / "results" / "coverage"))
     args = ap.parse_args()
     out = Path(args.out)
     path = out / "lambda_rule_replications.csv"
     ta = f"{args.target_accept:g}"
-    done = {(r["cell"], int(r["rep"]), r["variant"]) for r in cov._read(path)}
+    done = {(r["cell"], int(r["rep"]), r["variant"]) for r in read_rows(path)}
     fit = bd.fit
     bd.fit = lambda *a, **k: fit(*a, target_accept_prob=args.target_accept, **k)  # the one option changed
     fields = cov.FIELDS + ["variant"]
@@ -92,16 +101,18 @@ def main() -> None:
             if (cid, rep, ta) in done:
                 continue
             t0 = time.perf_counter()
-            rows = cov.fit_priors(cell, [rep], SEED, args.data_dir, _pooled_prior(cell, args.data_dir),
-                                  ("normalx-nuts",), "variant")
+            rows = cov.fit_priors(
+                cell, [rep], SEED, args.data_dir, _pooled_prior(cell, args.data_dir), ("normalx-nuts",), "variant"
+            )
             for r in rows:
                 r["variant"] = ta
-            cov.FIELDS = fields
-            cov._append(path, rows)
+            append_rows(path, rows, fields)
             print(f"{cid} rep {rep} ({time.perf_counter() - t0:.1f} s)", flush=True)
-    md = (f"commands: `python studies/lambda_rule.py CELL ... [--target-accept A]` (seed {SEED}; the rows "
-          f"accumulate over runs, last: `{' '.join(sys.argv[1:])}`); the default's rows are the coverage "
-          f"study's, on the same replications\n\n" + _summary(out) + "\n")
+    md = (
+        f"commands: `python -m studies.lambda_rule CELL ... [--target-accept A]` (seed {SEED}; the rows "
+        f"accumulate over runs, last: `{' '.join(sys.argv[1:])}`); the default's rows are the coverage "
+        f"study's, on the same replications\n\n" + _summary(out) + "\n"
+    )
     (out / "lambda_rule.md").write_text(md)
     print(md)
 

@@ -1,7 +1,7 @@
 """Changes to ``normalx-nuts`` tried against the default's remaining failures, refitted on the coverage
 study's replications. None is adopted; this records what each did.
 
-    python studies/model_variants.py VARIANT CELL [CELL ...] [--reps 10] [--workers 2]
+    python -m studies.model_variants VARIANT CELL [CELL ...] [--reps 10] [--workers 2]
         [--target-accept 0.8] [--out docs/results/coverage]
 
 Each variant patches :mod:`bayes_dpreg.samplers.normalx_nuts` inside the worker processes only (the
@@ -96,12 +96,26 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import coverage as cov  # noqa: E402  (studies/coverage.py)
+from lab.paths import DATA_DIR, REPO
+from lab.rows import append_rows, read_rows
+from studies import coverage as cov
 
 SEED = 2026
-VARIANTS = ("matrix-f", "softplus", "matrix-f+softplus", "dispersion", "lambda/100", "lkj", "sigma2-cap",
-            "sigma2-cap-smooth", "party-sigma", "yy", "extend2", "theta-scale", "theta-scale+release-lambda")
+VARIANTS = (
+    "matrix-f",
+    "softplus",
+    "matrix-f+softplus",
+    "dispersion",
+    "lambda/100",
+    "lkj",
+    "sigma2-cap",
+    "sigma2-cap-smooth",
+    "party-sigma",
+    "yy",
+    "extend2",
+    "theta-scale",
+    "theta-scale+release-lambda",
+)
 YY: dict = {}  # the ``yy`` variant: this fit's released ||y_j||^2 and its noise sd (set by ``prepare``)
 PHI_SD = 1.0
 PARTY_LOG_K, PARTY_LOG_K_SD = float(np.log(300.0)), 3.0
@@ -130,7 +144,7 @@ def _install_cholesky(nn, L_of) -> None:
     import jax
     import jax.numpy as jnp
 
-    from bayes_dpreg.linalg import from_log_cholesky
+    from bayes_dpreg.model.linalg import from_log_cholesky
 
     def _c_of(xv, F, data, ref):
         d = F.shape[-1]
@@ -154,7 +168,7 @@ def _softplus(nn) -> None:
     import jax
     import jax.numpy as jnp
 
-    from bayes_dpreg.linalg import from_log_cholesky
+    from bayes_dpreg.model.linalg import from_log_cholesky
 
     sp1 = float(jax.nn.softplus(1.0))
 
@@ -170,8 +184,12 @@ def _softplus(nn) -> None:
         d = data.z_tilde.shape[1]
         L, R, S, sigma2 = nn.unpack(z, data, ref)
         jac = jax.nn.log_sigmoid(diagonal(z["v"], ref, d) + 1.0).sum() - jnp.log(jnp.diagonal(L)).sum()
-        return (nn.sigma_x_log_density(L, pr) + nn.wishart_log_density(R, data.n)
-                + nn.observed_log_density(S, sigma2, z["ls2"], data, pr) + jac)
+        return (
+            nn.sigma_x_log_density(L, pr)
+            + nn.wishart_log_density(R, data.n)
+            + nn.observed_log_density(S, sigma2, z["ls2"], data, pr)
+            + jac
+        )
 
     _install_cholesky(nn, L_of)
     nn.log_density = log_density
@@ -188,16 +206,23 @@ def _install_level_coordinate(nn, name: str, centre: float, spread: float) -> No
         p = d * (d + 1) // 2
         k_v, k_c, k_s, k_p, k_nuts = jax.random.split(key, 5)
         dtype = data.S_tilde.dtype
-        z0 = {"v": jax.random.normal(k_v, (p,), dtype), "c": jax.random.normal(k_c, (J, p), dtype),
-              "ls2": jnp.log(jnp.asarray(pr.b, dtype)) + jax.random.normal(k_s, (), dtype),
-              name: centre + spread * jax.random.normal(k_p, (), dtype)}
+        z0 = {
+            "v": jax.random.normal(k_v, (p,), dtype),
+            "c": jax.random.normal(k_c, (J, p), dtype),
+            "ls2": jnp.log(jnp.asarray(pr.b, dtype)) + jax.random.normal(k_s, (), dtype),
+            name: centre + spread * jax.random.normal(k_p, (), dtype),
+        }
         ref = nn.reference(data)
         init_kernel, _ = nn.nuts_kernels(settings)
-        state = init_kernel(z0, settings.num_warmup, target_accept_prob=settings.target_accept_prob,
-                            max_tree_depth=settings.max_tree_depth,
-                            dense_mass=nn.mass_matrix(settings.dense_mass, p * (J + 1) + 2, p + 2,
-                                                      ("v", "ls2", name)),
-                            model_args=(data, pr, ref), rng_key=k_nuts)
+        state = init_kernel(
+            z0,
+            settings.num_warmup,
+            target_accept_prob=settings.target_accept_prob,
+            max_tree_depth=settings.max_tree_depth,
+            dense_mass=nn.mass_matrix(settings.dense_mass, p * (J + 1) + 2, p + 2, ("v", "ls2", name)),
+            model_args=(data, pr, ref),
+            rng_key=k_nuts,
+        )
         return nn.NCState(state, ref)
 
     nn.init = init
@@ -215,15 +240,24 @@ def _party_sigma(nn) -> None:
         log_R = jnp.log(jnp.diagonal(R, axis1=-2, axis2=-1))
         chol = jnp.linalg.cholesky(R @ jnp.swapaxes(R, -1, -2) + k * jnp.eye(d))
         logdet = 2.0 * jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)).sum(-1)
-        per_party = (((n[:, None] - i) * log_R).sum(-1) - 0.5 * (n + nu) * logdet + 0.5 * nu * d * log_k
-                     + multigammaln(0.5 * (n + nu), d) - multigammaln(0.5 * nu, d))
+        per_party = (
+            ((n[:, None] - i) * log_R).sum(-1)
+            - 0.5 * (n + nu) * logdet
+            + 0.5 * nu * d * log_k
+            + multigammaln(0.5 * (n + nu), d)
+            - multigammaln(0.5 * nu, d)
+        )
         return per_party.sum()
 
     def log_density(z, data, pr, ref):
         L, R, S, sigma2 = nn.unpack(z, data, ref)
         prior = -0.5 * ((z["lk"] - PARTY_LOG_K) / PARTY_LOG_K_SD) ** 2
-        return (nn.sigma_x_log_density(L, pr) + compound_log_density(R, data.n, z["lk"])
-                + nn.observed_log_density(S, sigma2, z["ls2"], data, pr) + prior)
+        return (
+            nn.sigma_x_log_density(L, pr)
+            + compound_log_density(R, data.n, z["lk"])
+            + nn.observed_log_density(S, sigma2, z["ls2"], data, pr)
+            + prior
+        )
 
     nn.log_density = log_density
     _install_level_coordinate(nn, "lk", PARTY_LOG_K, 0.3)
@@ -232,7 +266,7 @@ def _party_sigma(nn) -> None:
 def _dispersion(nn) -> None:
     import jax.numpy as jnp
 
-    from bayes_dpreg.linalg import from_log_cholesky
+    from bayes_dpreg.model.linalg import from_log_cholesky
 
     def unpack(z, data, ref):
         d = data.z_tilde.shape[1]
@@ -246,8 +280,12 @@ def _dispersion(nn) -> None:
 
     def log_density(z, data, pr, ref):
         L, R, S, sigma2 = unpack(z, data, ref)
-        return (nn.sigma_x_log_density(L, pr) + nn.wishart_log_density(R, data.n)
-                + nn.observed_log_density(S, sigma2, z["ls2"], data, pr) - 0.5 * (z["lphi"] / PHI_SD) ** 2)
+        return (
+            nn.sigma_x_log_density(L, pr)
+            + nn.wishart_log_density(R, data.n)
+            + nn.observed_log_density(S, sigma2, z["ls2"], data, pr)
+            - 0.5 * (z["lphi"] / PHI_SD) ** 2
+        )
 
     nn.unpack, nn.log_density = unpack, log_density
     _install_level_coordinate(nn, "lphi", 0.0, 0.3)
@@ -258,7 +296,7 @@ def _lkj(nn) -> None:
     import numpyro.distributions as dist
     from numpyro.distributions.transforms import CorrCholeskyTransform
 
-    from bayes_dpreg.linalg import from_log_cholesky
+    from bayes_dpreg.model.linalg import from_log_cholesky
 
     corr = CorrCholeskyTransform()
 
@@ -281,8 +319,11 @@ def _lkj(nn) -> None:
         L, R, S, sigma2 = nn.unpack(z, data, ref)
         lt, w, L_omega = parts(z["v"], ref, d)
         centre_lt = 0.5 * jnp.log(jnp.diagonal(jnp.asarray(pr.Lambda)))  # log sqrt(E[x_k^2])
-        prior = (-0.5 * ((lt - centre_lt) / LKJ_SCALE_SD) ** 2).sum() + dist.LKJCholesky(d, LKJ_ETA).log_prob(
-            L_omega) + corr.log_abs_det_jacobian(w, L_omega)
+        prior = (
+            (-0.5 * ((lt - centre_lt) / LKJ_SCALE_SD) ** 2).sum()
+            + dist.LKJCholesky(d, LKJ_ETA).log_prob(L_omega)
+            + corr.log_abs_det_jacobian(w, L_omega)
+        )
         return prior + nn.wishart_log_density(R, data.n) + nn.observed_log_density(S, sigma2, z["ls2"], data, pr)
 
     _install_cholesky(nn, L_of)
@@ -318,8 +359,11 @@ def _sigma2_cap_smooth(nn) -> None:
 
     def log_density(z, data, pr, ref):
         L, R, S, sigma2 = unpack(z, data, ref)
-        return (nn.sigma_x_log_density(L, pr) + nn.wishart_log_density(R, data.n)
-                + nn.observed_log_density(S, sigma2, log_sigma2(z["ls2"], data)[1], data, pr))
+        return (
+            nn.sigma_x_log_density(L, pr)
+            + nn.wishart_log_density(R, data.n)
+            + nn.observed_log_density(S, sigma2, log_sigma2(z["ls2"], data)[1], data, pr)
+        )
 
     nn.unpack, nn.log_density = unpack, log_density
 
@@ -337,8 +381,8 @@ def yy_moments(S, sigma2, data, pr):
     variant; ``tests/test_model_variants.py`` checks them by simulation)."""
     import jax.numpy as jnp
 
-    from bayes_dpreg.closed_form import theta_conditional
-    from bayes_dpreg.linalg import spd_inverse
+    from bayes_dpreg.model.closed_form import theta_conditional
+    from bayes_dpreg.model.linalg import spd_inverse
 
     J, d = data.z_tilde.shape
     sz2 = data.sigma_z**2
@@ -394,7 +438,7 @@ def prepare(variant: str | None, cell: dict, rep: int, data_dir: str, stats: lis
     if variant != "yy":
         return
     import bayes_dpreg as bd
-    from bayes_dpreg.privacy import analytic_gaussian_sigma
+    from bayes_dpreg.release.privacy import analytic_gaussian_sigma
 
     (X, y, _), _, _ = cov.replicate(cell, rep, SEED, data_dir)
     parts = bd.split_parties(X, y, cell["J"])
@@ -408,8 +452,8 @@ def prepare(variant: str | None, cell: dict, rep: int, data_dir: str, stats: lis
 def _theta_scale(nn) -> None:
     import jax.numpy as jnp
 
-    from bayes_dpreg.closed_form import theta_conditional
-    from bayes_dpreg.linalg import spd_inverse
+    from bayes_dpreg.model.closed_form import theta_conditional
+    from bayes_dpreg.model.linalg import spd_inverse
 
     def scaled(pr, lt):
         return pr._replace(C=jnp.asarray(pr.C) * jnp.exp(2.0 * lt))
@@ -417,16 +461,26 @@ def _theta_scale(nn) -> None:
     def log_density(z, data, pr, ref):
         L, R, S, sigma2 = nn.unpack(z, data, ref)
         tau_prior = -jnp.log1p(jnp.exp(2.0 * z["lt"])) + z["lt"]  # half-Cauchy(0, 1) on tau, in log tau
-        return (nn.sigma_x_log_density(L, pr) + nn.wishart_log_density(R, data.n)
-                + nn.observed_log_density(S, sigma2, z["ls2"], data, scaled(pr, z["lt"])) + tau_prior)
+        return (
+            nn.sigma_x_log_density(L, pr)
+            + nn.wishart_log_density(R, data.n)
+            + nn.observed_log_density(S, sigma2, z["ls2"], data, scaled(pr, z["lt"]))
+            + tau_prior
+        )
 
     def draws(state, data, pr, key):
         L, _, S, sigma2 = nn.unpack(state.hmc.z, data, state.ref)
         pr = scaled(pr, state.hmc.z["lt"])
-        post = theta_conditional(S, data.z_tilde, sigma2, data.sigma_z**2, jnp.asarray(pr.m),
-                                 spd_inverse(jnp.asarray(pr.C)))
-        return {"theta": post.sample(key), "sigma2": sigma2, "Sigma_x": L @ L.T, "S": S,
-                "tau": jnp.exp(state.hmc.z["lt"])}
+        post = theta_conditional(
+            S, data.z_tilde, sigma2, data.sigma_z**2, jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C))
+        )
+        return {
+            "theta": post.sample(key),
+            "sigma2": sigma2,
+            "Sigma_x": L @ L.T,
+            "S": S,
+            "tau": jnp.exp(state.hmc.z["lt"]),
+        }
 
     nn.log_density, nn.draws = log_density, draws
     _install_level_coordinate(nn, "lt", -1.0, 0.5)
@@ -463,17 +517,20 @@ def lambda_shrink(variant: str | None) -> float:
 
 def variant_prior(prior, stats, variant: str | None):
     """The cell's prior as the variant fits it: for ``lambda/K``, ``Lambda = diag(E[x_k^2]) / K``."""
-    from bayes_dpreg.prior import prior_scales
-    from bayes_dpreg.release import stack_stats
+    from bayes_dpreg.model.prior import prior_scales
+    from bayes_dpreg.stats import stack_stats
 
     if variant == "theta-scale+release-lambda":
-        from bayes_dpreg.prior import release_lambda
+        from bayes_dpreg.model.prior import release_lambda
 
         return dataclasses.replace(prior, Lambda=release_lambda(stats))
     if lambda_shrink(variant) == 1.0:
         return prior
     ms = prior_scales(stack_stats(stats)).feature_ms
     return dataclasses.replace(prior, Lambda=np.diag(ms) / lambda_shrink(variant))
+
+
+_FIT_OPTIONS: set[str] = set()  # the options _work has bound into bd.fit in this process
 
 
 def _work(args: tuple[str, str, list[int], str, float]) -> list[dict]:
@@ -483,12 +540,12 @@ def _work(args: tuple[str, str, list[int], str, float]) -> list[dict]:
     bd.configure_threads()
     bd.enable_x64()
     _patch(variant)
-    if variant == "extend2" and not hasattr(bd.fit, "extend"):  # once per worker process
+    if variant == "extend2" and "extend" not in _FIT_OPTIONS:  # once per worker process
         bd.fit = functools.partial(bd.fit, extend=2)
-        bd.fit.extend = 2
-    if target_accept != 0.8 and not hasattr(bd.fit, "target_accept"):  # once per worker process
+        _FIT_OPTIONS.add("extend")
+    if target_accept != 0.8 and "target_accept" not in _FIT_OPTIONS:  # once per worker process
         bd.fit = functools.partial(bd.fit, target_accept_prob=target_accept)
-        bd.fit.target_accept = target_accept
+        _FIT_OPTIONS.add("target_accept")
     cell = next(c for c in cov.cells(cid.split("-")[0]) if c["id"] == cid)
 
     def priors(stats, rep):
@@ -499,13 +556,18 @@ def _work(args: tuple[str, str, list[int], str, float]) -> list[dict]:
 
 
 def _summary(out: Path) -> str:
-    new = cov._read(out / "model_variants_replications.csv")
-    lines = ["| cell | variant | reps | 90% coverage | 50% coverage | RMSE | fits with divergences | "
-             "R-hat > 1.01 | s / fit |", "|---|---|---|---|---|---|---|---|---|"]
+    new = read_rows(out / "model_variants_replications.csv")
+    lines = [
+        "| cell | variant | reps | 90% coverage | 50% coverage | RMSE | fits with divergences | "
+        "R-hat > 1.01 | s / fit |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for cid in dict.fromkeys(r["cell"] for r in new):
-        base = cov._read(out / f"{cid.split('-')[0]}_replications.csv")
-        srcs = {m: {int(r["rep"]): r for r in base if r["cell"] == cid and r["method"] == m}
-                for m in ("normalx-nuts", "fixeds")}
+        base = read_rows(out / f"{cid.split('-')[0]}_replications.csv")
+        srcs = {
+            m: {int(r["rep"]): r for r in base if r["cell"] == cid and r["method"] == m}
+            for m in ("normalx-nuts", "fixeds")
+        }
         for v in dict.fromkeys(r["variant"] for r in new if r["cell"] == cid):
             var = {int(r["rep"]): r for r in new if r["cell"] == cid and r["variant"] == v}
             reps = sorted(set(var) & set(srcs["normalx-nuts"]) & set(srcs["fixeds"]))
@@ -523,8 +585,10 @@ def _row(cid: str, name: str, rows: list[dict]) -> str:
 
     div = f"{(col('divergences') > 0).mean():.2f}" if name != "fixeds" else ""
     rmse = np.sqrt(col("sq_error").mean())
-    return (f"| {cid} | {name} | {len(rows)} | {ms('cover90')} | {ms('cover50')} | {rmse:.3f} | {div} |"
-            f" {(col('max_rhat') > 1.01).mean():.2f} | {col('seconds').mean():.1f} |")
+    return (
+        f"| {cid} | {name} | {len(rows)} | {ms('cover90')} | {ms('cover50')} | {rmse:.3f} | {div} |"
+        f" {(col('max_rhat') > 1.01).mean():.2f} | {col('seconds').mean():.1f} |"
+    )
 
 
 def main() -> None:
@@ -534,27 +598,33 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--target-accept", type=float, default=0.8, help="NUTS target; other than 0.8 it joins the label")
-    ap.add_argument("--data-dir", default=str(cov.REPO.parent / "shared" / "data"))
-    ap.add_argument("--out", default=str(cov.REPO / "docs" / "results" / "coverage"))
+    ap.add_argument("--data-dir", default=str(DATA_DIR))
+    ap.add_argument("--out", default=str(REPO / "docs" / "results" / "coverage"))
     args = ap.parse_args()
     out = Path(args.out)
     path = out / "model_variants_replications.csv"
     label = args.variant if args.target_accept == 0.8 else f"{args.variant}, target accept {args.target_accept:g}"
-    done = {(r["cell"], int(r["rep"]), r["variant"]) for r in cov._read(path)}
-    jobs = [(args.variant, cid, [rep], args.data_dir, args.target_accept) for cid in args.cells
-            for rep in range(args.reps) if (cid, rep, label) not in done]
-    cov.FIELDS = cov.FIELDS + ["variant"]
+    done = {(r["cell"], int(r["rep"]), r["variant"]) for r in read_rows(path)}
+    jobs = [
+        (args.variant, cid, [rep], args.data_dir, args.target_accept)
+        for cid in args.cells
+        for rep in range(args.reps)
+        if (cid, rep, label) not in done
+    ]
+    fields = cov.FIELDS + ["variant"]
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=ctx) as ex:
         for rows in ex.map(_work, jobs):
             for r in rows:
                 r["variant"] = label
-            cov._append(path, rows)
+            append_rows(path, rows, fields)
             print(f"{rows[0]['cell']} rep {rows[0]['rep']} ({rows[0]['seconds']:.1f} s)", flush=True)
-    md = (f"command of the last run: `python studies/model_variants.py {' '.join(sys.argv[1:])}` (seed 2026; rows "
-          "accumulate over runs, listed in docs/prior.md); `default` and `fixeds` are the coverage study's rows on "
-          "the same replications. Seconds per fit: the variants' were measured while other studies shared the "
-          "cores and are not comparable with the default's.\n\n" + _summary(out) + "\n")
+    md = (
+        f"command of the last run: `python -m studies.model_variants {' '.join(sys.argv[1:])}` (seed 2026; rows "
+        "accumulate over runs, listed in docs/prior.md); `default` and `fixeds` are the coverage study's rows on "
+        "the same replications. Seconds per fit: the variants' were measured while other studies shared the "
+        "cores and are not comparable with the default's.\n\n" + _summary(out) + "\n"
+    )
     (out / "model_variants.md").write_text(md)
     print(md)
 

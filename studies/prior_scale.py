@@ -1,6 +1,6 @@
 """Which scale for the default prior on theta? Coverage and error of four rules on the same replications.
 
-    python studies/prior_scale.py [--reps 30] [--workers 2] [--out docs/results/coverage]
+    python -m studies.prior_scale [--reps 30] [--workers 2] [--out docs/results/coverage]
 
 Rules for ``theta_k ~ N(0, s_k^2)`` (everything else as in ``Prior()``):
 
@@ -19,36 +19,55 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import csv
 import multiprocessing
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import coverage as cov  # noqa: E402
+from lab.paths import DATA_DIR, REPO
+from lab.rows import write_rows
+from studies import coverage as cov
 
 RULES = ("bounds", "auto", "auto-wide", "vague")
-CELLS = [dict(id="paper-d5-J5-eps1", suite="paper", d=5, J=5, eps=1.0, n=100_000, prior="default"),
-         dict(id="real-power_plant-blocks-default-tau0.2", suite="real", data="power_plant", split="blocks", J=5,
-              eps=1.0, tau=0.2, prior="default"),
-         dict(id="real-bike_sharing-blocks-default-tau0.2", suite="real", data="bike_sharing", split="blocks", J=5,
-              eps=1.0, tau=0.2, prior="default")]
+CELLS = [
+    dict(id="paper-d5-J5-eps1", suite="paper", d=5, J=5, eps=1.0, n=100_000, prior="default"),
+    dict(
+        id="real-power_plant-blocks-default-tau0.2",
+        suite="real",
+        data="power_plant",
+        split="blocks",
+        J=5,
+        eps=1.0,
+        tau=0.2,
+        prior="default",
+    ),
+    dict(
+        id="real-bike_sharing-blocks-default-tau0.2",
+        suite="real",
+        data="bike_sharing",
+        split="blocks",
+        J=5,
+        eps=1.0,
+        tau=0.2,
+        prior="default",
+    ),
+]
 
 
 def prior_for(rule: str, stats: list) -> object:
     import bayes_dpreg as bd
-    from bayes_dpreg.release import stack_stats
+    from bayes_dpreg.stats import stack_stats
 
     st = stack_stats(stats)
     sc = bd.prior_scales(st)
     d = st.d
-    C = {"bounds": np.full(d, (sc.y_bound / float(st.x_bound.max())) ** 2),
-         "auto": sc.y_bound**2 / (4 * d * sc.feature_ms),
-         "auto-wide": sc.y_bound**2 / (d * sc.feature_ms),
-         "vague": np.full(d, 10.0)}[rule]
+    C = {
+        "bounds": np.full(d, (sc.y_bound / float(st.x_bound.max())) ** 2),
+        "auto": sc.y_bound**2 / (4 * d * sc.feature_ms),
+        "auto-wide": sc.y_bound**2 / (d * sc.feature_ms),
+        "vague": np.full(d, 10.0),
+    }[rule]
     return bd.Prior(C=np.diag(C))
 
 
@@ -65,15 +84,18 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=2026)
-    ap.add_argument("--data-dir", default=str(cov.REPO.parent / "shared" / "data"))
-    ap.add_argument("--out", default=str(cov.REPO / "docs" / "results" / "coverage"))
+    ap.add_argument("--data-dir", default=str(DATA_DIR))
+    ap.add_argument("--out", default=str(REPO / "docs" / "results" / "coverage"))
     args = ap.parse_args()
     t0 = time.perf_counter()
     rows = []
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
-        futs = [pool.submit(run, c, list(range(i, min(i + 5, args.reps))), args.seed, args.data_dir)
-                for c in CELLS for i in range(0, args.reps, 5)]
+        futs = [
+            pool.submit(run, c, list(range(i, min(i + 5, args.reps))), args.seed, args.data_dir)
+            for c in CELLS
+            for i in range(0, args.reps, 5)
+        ]
         for f in concurrent.futures.as_completed(futs):
             rows += f.result()
     out = Path(args.out)
@@ -85,22 +107,32 @@ def main() -> None:
                 rs = [r for r in rows if r["cell"] == c["id"] and r["rule"] == rule and r["method"] == m]
                 c90 = np.array([r["cover90"] for r in rs])
                 se = np.array([r["sq_error"] for r in rs])
-                summary.append(dict(cell=c["id"], rule=rule, method=m, reps=len(rs), cover90=c90.mean(),
-                                    cover90_se=c90.std(ddof=1) / np.sqrt(len(rs)), rmse=np.sqrt(se.mean()),
-                                    rmse_prior_mean=np.sqrt(np.mean([r["truth_ms"] for r in rs])),
-                                    prior_sd=np.mean([r["prior_sd"] for r in rs]),
-                                    not_converged=np.mean([r.get("converged", 1) == 0 for r in rs])))
-    with open(out / "prior_scale.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(summary[0]))
-        w.writeheader()
-        w.writerows(summary)
-    lines = [f"command: `python studies/prior_scale.py --reps {args.reps}` (seed {args.seed}; "
-             f"{time.perf_counter() - t0:.0f} s with {args.workers} workers)\n",
-             "| cell | prior rule | method | 90% coverage | RMSE | RMSE of 0 | mean prior sd | not converged |",
-             "|---|---|---|---|---|---|---|---|"]
+                summary.append(
+                    dict(
+                        cell=c["id"],
+                        rule=rule,
+                        method=m,
+                        reps=len(rs),
+                        cover90=c90.mean(),
+                        cover90_se=c90.std(ddof=1) / np.sqrt(len(rs)),
+                        rmse=np.sqrt(se.mean()),
+                        rmse_prior_mean=np.sqrt(np.mean([r["truth_ms"] for r in rs])),
+                        prior_sd=np.mean([r["prior_sd"] for r in rs]),
+                        not_converged=np.mean([r.get("converged", 1) == 0 for r in rs]),
+                    )
+                )
+    write_rows(out / "prior_scale.csv", summary)
+    lines = [
+        f"command: `python -m studies.prior_scale --reps {args.reps}` (seed {args.seed}; "
+        f"{time.perf_counter() - t0:.0f} s with {args.workers} workers)\n",
+        "| cell | prior rule | method | 90% coverage | RMSE | RMSE of 0 | mean prior sd | not converged |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for s in summary:
-        lines.append(f"| {s['cell']} | {s['rule']} | {s['method']} | {s['cover90']:.3f} ± {s['cover90_se']:.3f} | "
-                     f"{s['rmse']:.4f} | {s['rmse_prior_mean']:.4f} | {s['prior_sd']:.3f} | {s['not_converged']:.2f} |")
+        lines.append(
+            f"| {s['cell']} | {s['rule']} | {s['method']} | {s['cover90']:.3f} ± {s['cover90_se']:.3f} | "
+            f"{s['rmse']:.4f} | {s['rmse_prior_mean']:.4f} | {s['prior_sd']:.3f} | {s['not_converged']:.2f} |"
+        )
     (out / "prior_scale.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

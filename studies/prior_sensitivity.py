@@ -1,11 +1,11 @@
 """Does the fit's prior-sensitivity check flag the data sets whose intervals miss?
 
-    python studies/prior_sensitivity.py [--reps 12] [--workers 2] [--cells CELL ...]
+    python -m studies.prior_sensitivity [--reps 12] [--workers 2] [--cells CELL ...]
         [--out docs/results/coverage]
 
 For replications of cells of ``studies/coverage.py`` (same data, split and release noise, seed
 2026), ``normalx-nuts`` is fitted with the cell's prior and the fit's record of the power-scaling
-sensitivity of ``theta`` to each prior factor (``bd.diagnostics.prior_sensitivity``,
+sensitivity of ``theta`` to each prior factor (``bayes_dpreg.posterior.diagnostics.prior_sensitivity``,
 ``attrs["prior_sensitivity_Sigma_x"]``...) is set against the coverage of its intervals. Where
 ``Sigma_x``'s prior sways some coefficient (sensitivity >= 0.05, ``PriorSensitivityWarning``) the
 fit is repeated with ``Prior(Lambda=bd.release_lambda(stats))``, the check the warning suggests.
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import csv
 import dataclasses
 import multiprocessing
 import sys
@@ -28,8 +27,9 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import coverage as cov  # noqa: E402  (studies/coverage.py)
+from lab.paths import DATA_DIR, REPO
+from lab.rows import append_rows, read_rows
+from studies import coverage as cov
 
 SEED = 2026
 CELLS = [
@@ -40,8 +40,19 @@ CELLS = [
     "real-power_plant-blocks-default-tau0.2",
     "real-bike_sharing-random-default-tau0.2",
 ]
-FIELDS = ["cell", "rep", "variant", "cover90", "cover50", "sq_error", "sens_Sigma_x", "sens_sigma2", "sens_theta",
-          "warned", "seconds"]
+FIELDS = [
+    "cell",
+    "rep",
+    "variant",
+    "cover90",
+    "cover50",
+    "sq_error",
+    "sens_Sigma_x",
+    "sens_sigma2",
+    "sens_theta",
+    "warned",
+    "seconds",
+]
 
 
 def _fit_row(cell: dict, rep: int, variant: str, stats: list, prior: Any, theta: np.ndarray) -> dict[str, Any]:
@@ -53,11 +64,19 @@ def _fit_row(cell: dict, rep: int, variant: str, stats: list, prior: Any, theta:
         idata = bd.fit(stats, "normalx-nuts", prior, seed=rep)
     m = cov._metrics(cell, rep, "normalx-nuts", idata, theta, time.perf_counter() - t0)
     at = idata.posterior.attrs
-    return dict(cell=cell["id"], rep=rep, variant=variant, cover90=m["cover90"], cover50=m["cover50"],
-                sq_error=m["sq_error"], sens_Sigma_x=at["prior_sensitivity_Sigma_x"],
-                sens_sigma2=at["prior_sensitivity_sigma2"], sens_theta=at["prior_sensitivity_theta"],
-                warned=int(any(issubclass(w.category, bd.PriorSensitivityWarning) for w in caught)),
-                seconds=m["seconds"])
+    return dict(
+        cell=cell["id"],
+        rep=rep,
+        variant=variant,
+        cover90=m["cover90"],
+        cover50=m["cover50"],
+        sq_error=m["sq_error"],
+        sens_Sigma_x=at["prior_sensitivity_Sigma_x"],
+        sens_sigma2=at["prior_sensitivity_sigma2"],
+        sens_theta=at["prior_sensitivity_theta"],
+        warned=int(any(issubclass(w.category, bd.PriorSensitivityWarning) for w in caught)),
+        seconds=m["seconds"],
+    )
 
 
 def run_rep(cell_id: str, rep: int, data_dir: str) -> list[dict[str, Any]]:
@@ -76,22 +95,6 @@ def run_rep(cell_id: str, rep: int, data_dir: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _read(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    with path.open() as f:
-        return list(csv.DictReader(f))
-
-
-def _append(path: Path, rows: list[dict[str, Any]]) -> None:
-    new = not path.exists()
-    with path.open("a", newline="") as f:
-        w = csv.DictWriter(f, FIELDS)
-        if new:
-            w.writeheader()
-        w.writerows(rows)
-
-
 def _mean_se(x: list[float]) -> str:
     a = np.asarray(x, dtype=float)
     if a.size == 0:
@@ -101,9 +104,11 @@ def _mean_se(x: list[float]) -> str:
 
 
 def summary(rows: list[dict[str, str]], order: list[str]) -> str:
-    lines = ["| cell | fits | `Sigma_x` sensitivity (median, max) | fits warned | 90% coverage, unwarned fits "
-             "| 90% coverage, warned fits | same fits with `release_lambda` | RMSE warned: default, `release_lambda` |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| cell | fits | `Sigma_x` sensitivity (median, max) | fits warned | 90% coverage, unwarned fits "
+        "| 90% coverage, warned fits | same fits with `release_lambda` | RMSE warned: default, `release_lambda` |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for cid in order:
         base = [r for r in rows if r["cell"] == cid and r["variant"] == "default"]
         if not base:
@@ -130,26 +135,29 @@ def main() -> None:
     ap.add_argument("--cells", nargs="+", default=CELLS)
     ap.add_argument("--reps", type=int, default=12)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--data-dir", default=str(cov.REPO.parent / "shared" / "data"))
-    ap.add_argument("--out", default=str(cov.REPO / "docs" / "results" / "coverage"))
+    ap.add_argument("--data-dir", default=str(DATA_DIR))
+    ap.add_argument("--out", default=str(REPO / "docs" / "results" / "coverage"))
     args = ap.parse_args()
     import bayes_dpreg as bd
 
-    bd.configure_threads()  # one XLA CPU thread, inherited by the workers (bayes_dpreg.threads)
+    bd.configure_threads()  # one XLA CPU thread, inherited by the workers (bayes_dpreg.runtime.threads)
     out = Path(args.out)
     path = out / "prior_sensitivity_replications.csv"
-    done = {(r["cell"], int(r["rep"])) for r in _read(path)}
+    done = {(r["cell"], int(r["rep"])) for r in read_rows(path)}
     todo = [(c, rep) for c in args.cells for rep in range(args.reps) if (c, rep) not in done]
     t0 = time.perf_counter()
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
         futures = {pool.submit(run_rep, c, rep, args.data_dir): (c, rep) for c, rep in todo}
         for fut in concurrent.futures.as_completed(futures):
-            _append(path, fut.result())
+            append_rows(path, fut.result(), FIELDS)
             print(f"{futures[fut][0]} rep {futures[fut][1]} done ({time.perf_counter() - t0:.0f} s)", flush=True)
-    md = (f"command: `python studies/prior_sensitivity.py {' '.join(sys.argv[1:])}` (seed {SEED}; rows accumulate "
-          f"over runs; last run {time.perf_counter() - t0:.0f} s with {args.workers} workers)\n\n"
-          + summary(_read(path), list(dict.fromkeys(args.cells))) + "\n")
+    md = (
+        f"command: `python -m studies.prior_sensitivity {' '.join(sys.argv[1:])}` (seed {SEED}; rows accumulate "
+        f"over runs; last run {time.perf_counter() - t0:.0f} s with {args.workers} workers)\n\n"
+        + summary(read_rows(path), list(dict.fromkeys(args.cells)))
+        + "\n"
+    )
     (out / "prior_sensitivity.md").write_text(md)
     print(md)
 

@@ -1,6 +1,6 @@
 """Full simulation-based calibration study of the samplers (Talts et al. 2018).
 
-    python studies/sbc.py [--reps 500] [--nuts-reps 500] [--out docs/results/sbc]
+    python -m studies.sbc [--reps 500] [--nuts-reps 500] [--out docs/results/sbc]
 
 d = 2, J = 2, n_j = 30, release noise of eps = 1, delta = 1e-5 with bounds 1 (sigma = 7.91);
 prior theta ~ N(0, I), sigma2 ~ IG(3, 2), Sigma_x ~ IW(3 I, 6). For each sampler: rank of
@@ -19,8 +19,8 @@ import jax
 import numpy as np
 
 import bayes_dpreg as bd
-from bayes_dpreg.prior import Prior
-from bayes_dpreg.sbc import sbc
+from bayes_dpreg.model.prior import Prior
+from bayes_dpreg.posterior.sbc import sbc
 
 bd.enable_x64()  # this script calls the low-level modules (kernels, closed forms) directly
 
@@ -50,21 +50,35 @@ def main() -> None:
         reps = args.nuts_reps if nuts else args.reps
         thin = max(1, args.thin // 5) if nuts else args.thin
         t0 = time.perf_counter()
-        res = sbc(jax.random.key(args.seed), method, pr, np.array([30, 30]), sig, sig, replications=reps,
-                  num_draws=99, thin=thin, num_warmup=500, options=extra)
+        res = sbc(
+            jax.random.key(args.seed),
+            method,
+            pr,
+            np.array([30, 30]),
+            sig,
+            sig,
+            replications=reps,
+            num_draws=99,
+            thin=thin,
+            num_warmup=500,
+            options=extra,
+        )
         results[label] = (res, reps, thin, time.perf_counter() - t0)
         print(f"{label}: {reps} replications in {results[label][3]:.0f} s", flush=True)
     names = ["theta[0]", "theta[1]", "sigma2", "Sigma_x[0,1]", "S[0][0,0]"]
-    lines = ["| sampler | reps | thin | " + " | ".join(names) + " | time (s) |",
-             "|---|---|---|" + "---|" * len(names) + "---|"]
+    lines = [
+        "| sampler | reps | thin | " + " | ".join(names) + " | time (s) |",
+        "|---|---|---|" + "---|" * len(names) + "---|",
+    ]
     for label, (res, reps, thin, sec) in results.items():
         cells = [f"{res.pvalues[n]:.3f}" if n in res.pvalues else "n/a" for n in names]
         lines.append(f"| {label} | {reps} | {thin} | " + " | ".join(cells) + f" | {sec:.0f} |")
     table = "\n".join(lines)
     print("\nchi-square p-values of rank uniformity (10 bins):\n" + table)
     (out / "pvalues.md").write_text(
-        f"Command: `python studies/sbc.py --reps {args.reps} --nuts-reps {args.nuts_reps} --thin {args.thin}` "
-        f"(seed {args.seed})\n\n{table}\n")
+        f"Command: `python -m studies.sbc --reps {args.reps} --nuts-reps {args.nuts_reps} --thin {args.thin}` "
+        f"(seed {args.seed})\n\n{table}\n"
+    )
     import matplotlib
 
     matplotlib.use("Agg")
@@ -91,5 +105,5 @@ def main() -> None:
 if __name__ == "__main__":
     from bayes_dpreg import configure_threads
 
-    configure_threads()  # one XLA CPU thread before JAX computes anything (bayes_dpreg.threads)
+    configure_threads()  # one XLA CPU thread before JAX computes anything (bayes_dpreg.runtime.threads)
     main()

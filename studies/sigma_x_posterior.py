@@ -1,7 +1,7 @@
 """Where ``Sigma_x``'s posterior sits in its smallest direction, against the truth and the prior's scale.
 
-    python studies/sigma_x_posterior.py CELL REP [--variant lambda/100]
-    python studies/sigma_x_posterior.py --scales
+    python -m studies.sigma_x_posterior CELL REP [--variant lambda/100]
+    python -m studies.sigma_x_posterior --scales
 
 With ``CELL REP``: refits one replication of ``studies/coverage.py`` (seed 2026; ``--variant`` one
 of ``studies/model_variants.py``'s, none for the default) and prints the smallest eigenvalue of
@@ -15,15 +15,13 @@ default prior mode's scale, the features' mean square over ``2d + 2``.
 from __future__ import annotations
 
 import argparse
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import coverage as cov  # noqa: E402  (studies/coverage.py)
-import model_variants as mv  # noqa: E402
+from lab.paths import DATA_DIR
+from studies import coverage as cov
+from studies import model_variants as mv
 
 SEED = 2026
 
@@ -41,8 +39,8 @@ def scales(data_dir: str) -> None:
 
 def refit(cid: str, rep: int, variant: str | None, data_dir: str) -> None:
     import bayes_dpreg as bd
-    from bayes_dpreg.prior import prior_scales
-    from bayes_dpreg.release import stack_stats
+    from bayes_dpreg.model.prior import prior_scales
+    from bayes_dpreg.stats import stack_stats
 
     if variant:
         mv._patch(variant)
@@ -84,7 +82,7 @@ def main() -> None:
     ap.add_argument("rep", nargs="?", type=int)
     ap.add_argument("--variant", default=None, choices=mv.VARIANTS)
     ap.add_argument("--scales", action="store_true")
-    ap.add_argument("--data-dir", default=str(cov.REPO.parent / "shared" / "data"))
+    ap.add_argument("--data-dir", default=str(DATA_DIR))
     args = ap.parse_args()
     if args.scales:
         scales(args.data_dir)

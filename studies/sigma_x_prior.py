@@ -1,9 +1,9 @@
 """The prior of ``Sigma_x`` on the coverage study's cells: the default (separation prior), the
 earlier inverse-Wishart default, the oracle (the generating ``Sigma_x`` prior) and ``fixeds``.
 
-    python studies/sigma_x_prior.py CELL ... [--reps 0 20] [--variants default iw oracle fixeds]
+    python -m studies.sigma_x_prior CELL ... [--reps 0 20] [--variants default iw oracle fixeds]
         [--workers 2] [--out docs/results/coverage/sigma_x_prior.csv]
-    python studies/sigma_x_prior.py --summary [--out ...]   # the markdown table from the CSV
+    python -m studies.sigma_x_prior --summary [--out ...]   # the markdown table from the CSV
 
 Each replication draws the data and the release exactly as ``studies/coverage.py`` does (same seed
 streams; the ``quantile`` cells' private bounds come from OpenDP and no seed reproduces them), then
@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import csv
-import importlib.util
 import multiprocessing
 import time
 import warnings
@@ -33,25 +31,20 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+from lab.paths import DATA_DIR, REPO
+from lab.rows import append_rows, read_rows
+from studies import coverage as cov
+
 SEED = 2026
 OUT = REPO / "docs/results/coverage/sigma_x_prior.csv"
 
 
-def _coverage_module() -> Any:
-    spec = importlib.util.spec_from_file_location("coverage_study", REPO / "studies/coverage.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _cell(cov: Any, cell_id: str) -> dict[str, Any]:
+def _cell(cell_id: str) -> dict[str, Any]:
     suite = {"corr": "correlated"}.get(cell_id.split("-")[0], cell_id.split("-")[0])
     return next(c for c in cov.cells(suite) if c["id"] == cell_id)
 
 
-def _prior(cov: Any, variant: str, cell: dict[str, Any], rep: int) -> tuple[str, Any]:
+def _prior(variant: str, cell: dict[str, Any], rep: int) -> tuple[str, Any]:
     import bayes_dpreg as bd
 
     if variant == "oracle":
@@ -66,19 +59,18 @@ def replication(task: tuple[str, int, tuple[str, ...]]) -> list[dict[str, Any]]:
     import bayes_dpreg as bd
 
     cell_id, rep, variants = task
-    cov = _coverage_module()
-    cell = _cell(cov, cell_id)
-    (X, y, s_noise), theta, _ = cov.replicate(cell, rep, SEED, str(REPO.parent / "shared/data"))
+    cell = _cell(cell_id)
+    (X, y, s_noise), theta, _ = cov.replicate(cell, rep, SEED, str(DATA_DIR))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         stats = cov._releases(X, y, cell["J"], cell["eps"], s_noise, {"ssp"}, cell.get("bounds", "max"))["ssp"]
     rows = []
     for variant in variants:
         base, _, accept = variant.partition("@")
-        method, prior = _prior(cov, base, cell, rep)
+        method, prior = _prior(base, cell, rep)
         if prior is None:
             continue
-        options = {"target_accept_prob": float(accept)} if accept else {}
+        options: dict[str, Any] = {"target_accept_prob": float(accept)} if accept else {}
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -91,15 +83,15 @@ def summary(path: Path) -> str:
     """Per cell and variant: coverage (± Monte Carlo se), RMSE and its ratios to the oracle's and
     ``fixeds``' (over the replications both have), fits with divergences or R-hat > 1.01, seconds
     per fit."""
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = read_rows(path)
     out = [
-        "| cell | variant | reps | 90% | 50% | RMSE | / oracle | / fixeds | fits with divergences | R-hat > 1.01 | s / fit |",
+        "| cell | variant | reps | 90% | 50% | RMSE | / oracle | / fixeds | fits with divergences | R-hat > 1.01 "
+        "| s / fit |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     cells = list(dict.fromkeys(r["cell"] for r in rows))
     for cell in cells:
-        by = {}
+        by: dict[str, list[dict[str, str]]] = {}
         for r in rows:
             if r["cell"] == cell:
                 by.setdefault(r["method"], []).append(r)
@@ -108,7 +100,7 @@ def summary(path: Path) -> str:
             sq.setdefault(v.partition("@")[0], sq[v])
         rmse = {v: float(np.sqrt(np.mean(list(e.values())))) for v, e in sq.items()}
 
-        def ratio(variant: str, ref: str) -> str:
+        def ratio(variant: str, ref: str, sq: dict[str, dict[int, float]] = sq) -> str:
             """RMSE over the replications both have."""
             if ref not in sq:
                 return ""
@@ -123,8 +115,9 @@ def summary(path: Path) -> str:
             rhat = np.mean([float(r["max_rhat"] or 1) > 1.01 for r in rs])
             secs = np.median([float(r["seconds"]) for r in rs])
             out.append(
-                f"| {cell} | {variant} | {len(rs)} | {c90.mean():.3f} ± {se(c90):.3f} | {c50.mean():.3f} ± {se(c50):.3f} "
-                f"| {rmse[variant]:.3f} | {ratio(variant, 'oracle')} | {ratio(variant, 'fixeds')} | {div:.2f} | {rhat:.2f} | {secs:.1f} |"
+                f"| {cell} | {variant} | {len(rs)} | {c90.mean():.3f} ± {se(c90):.3f} "
+                f"| {c50.mean():.3f} ± {se(c50):.3f} | {rmse[variant]:.3f} | {ratio(variant, 'oracle')} "
+                f"| {ratio(variant, 'fixeds')} | {div:.2f} | {rhat:.2f} | {secs:.1f} |"
             )
     return "\n".join(out) + "\n"
 
@@ -145,14 +138,13 @@ def main(argv: list[str] | None = None) -> int:
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(a.workers, mp_context=ctx) as ex:
         for rows in ex.map(replication, tasks):
-            new = not a.out.exists()
-            with open(a.out, "a", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=_coverage_module().FIELDS, extrasaction="ignore")
-                if new:
-                    w.writeheader()
-                w.writerows(rows)
-            print(rows[0]["cell"], rows[0]["rep"], [(r["method"], r.get("cover90"), r.get("divergences")) for r in rows],
-                  flush=True)
+            append_rows(a.out, rows, cov.FIELDS, ignore_extra=True)
+            print(
+                rows[0]["cell"],
+                rows[0]["rep"],
+                [(r["method"], r.get("cover90"), r.get("divergences")) for r in rows],
+                flush=True,
+            )
     return 0
 
 

@@ -1,7 +1,7 @@
 """The ``yy`` variant's term (``studies/model_variants.py``) evaluated at a replication's *true*
 Gram matrices: does the released ``||y_j||^2`` favour the truth's ``sigma_y^2``?
 
-    python studies/yy_term.py real-bike_sharing-blocks-matched-tau0.2 25 [--data-dir ../shared/data]
+    python -m studies.yy_term real-bike_sharing-blocks-matched-tau0.2 25 [--data-dir ../shared/data]
 
 Prints each party's ``||y_j||^2``, its release ``w~_j`` and noise sd, the split into
 ``q_j = z_j^T S_j^{-1} z_j`` and ``RSS_j`` (true ``S_j``, ``z_j``), then ``log p(w~ | z~, S,
@@ -12,16 +12,14 @@ parties*).
 from __future__ import annotations
 
 import argparse
-import sys
 import warnings
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import coverage as cov  # noqa: E402
-import model_variants as mv  # noqa: E402
+from lab.paths import DATA_DIR
+from studies import coverage as cov
+from studies import model_variants as mv
 
 GRID = (0.005, 0.01, 0.05, 0.2, 0.75, 1.27)
 
@@ -30,14 +28,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("cell")
     ap.add_argument("rep", type=int)
-    ap.add_argument("--data-dir", default=str(cov.REPO.parent / "shared" / "data"))
+    ap.add_argument("--data-dir", default=str(DATA_DIR))
     args = ap.parse_args()
     import jax.numpy as jnp
 
     import bayes_dpreg as bd
-    from bayes_dpreg.hierarchical import model_data
-    from bayes_dpreg.prior import prior_scales
-    from bayes_dpreg.release import stack_stats
+    from bayes_dpreg.model.densities import model_data
+    from bayes_dpreg.model.prior import prior_scales
+    from bayes_dpreg.stats import stack_stats
 
     bd.enable_x64()
     cell = next(c for c in cov.cells(args.cell.split("-")[0]) if c["id"] == args.cell)
@@ -60,15 +58,18 @@ def main() -> None:
     print("q_j            ", np.round(q, 1).tolist())
     print("RSS_j / (n_j - d)", np.round((yy - q) / (n - st.d), 4).tolist())
     md = model_data(st)
-    data = SimpleNamespace(z_tilde=md.z_tilde, sigma_z=md.sigma_z, n=md.n, w=jnp.asarray(mv.YY["w"]),
-                           sigma_w=jnp.asarray(mv.YY["sigma_w"]))
+    data = SimpleNamespace(
+        z_tilde=md.z_tilde, sigma_z=md.sigma_z, n=md.n, w=jnp.asarray(mv.YY["w"]), sigma_w=jnp.asarray(mv.YY["sigma_w"])
+    )
     print("| sigma_y^2 | log p(w~ given z~, true S, sigma_y^2) | E w~_j | sd w~_j |")
     print("|---|---|---|---|")
     for s2 in GRID:
         mean, cv = mv.yy_moments(jnp.asarray(S), s2, data, pr)
         lp = float(mv.yy_log_lik(jnp.asarray(S), s2, data, pr))
-        print(f"| {s2:g} | {lp:.1f} | {np.round(np.asarray(mean)).astype(int).tolist()} | "
-              f"{np.round(np.sqrt(np.diag(np.asarray(cv)))).astype(int).tolist()} |")
+        print(
+            f"| {s2:g} | {lp:.1f} | {np.round(np.asarray(mean)).astype(int).tolist()} | "
+            f"{np.round(np.sqrt(np.diag(np.asarray(cv)))).astype(int).tolist()} |"
+        )
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import bayes_dpreg as bd
-from bayes_dpreg.closed_form import collapsed_log_lik, party_terms, theta_conditional
-from bayes_dpreg.hierarchical import prior_dists
+from bayes_dpreg.model.closed_form import collapsed_log_lik, party_terms, theta_conditional
+from bayes_dpreg.model.densities import prior_dists
 
 
 def linear_stats(d, J, n, eps, bound, theta=None, seed=0):

@@ -4,12 +4,12 @@ from pathlib import Path
 import pytest
 
 import bayes_dpreg
-from bayes_dpreg.threads import lapack_guard
+from bayes_dpreg.runtime.threads import lapack_guard
 
 # the tests call low-level modules (kernels, closed forms) directly; the public API needs no such call
 bayes_dpreg.enable_x64()
 # and they compile programs outside the public functions' guard: the whole suite lowers under it
-# (bayes_dpreg.threads; the public entry points on XLA's default pool, in fresh processes: test_no_hang.py).
+# (bayes_dpreg.runtime.threads; the public entry points on XLA's default pool, in fresh processes: test_no_hang.py).
 # Two worker processes share 2 cores, so each asks XLA for one thread (for speed, not against the hang).
 lapack_guard().__enter__()
 bayes_dpreg.configure_threads()
@@ -21,7 +21,7 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 @pytest.fixture(autouse=True, scope="session")
 def _compilation_cache(tmp_path_factory):
     """The suite runs with JAX's persistent compilation cache on, as a user's fits do
-    (``bayes_dpreg.cache``), in a directory of its own rather than the user's cache;
+    (``bayes_dpreg.runtime.cache``), in a directory of its own rather than the user's cache;
     subprocesses inherit it. A value already set (e.g. ``0``) is kept."""
     os.environ.setdefault("BAYES_DPREG_COMPILATION_CACHE", str(tmp_path_factory.mktemp("jaxcache")))
     yield

@@ -3,7 +3,7 @@ jaxlib 0.10 would split over XLA's CPU pool (and deadlock on) without the packag
 ``python tests/entry_points.py [NAME ...]`` runs them (default: all) in this process and prints
 ``NAME ok`` after each (``--unguarded`` first: without the guard, to show what it changes).
 ``tests/test_no_hang.py`` runs it in fresh processes, with no ``NPROC``,
-under a timeout, and checks the compiled programs XLA dumps (``bayes_dpreg.threads``)."""
+under a timeout, and checks the compiled programs XLA dumps (``bayes_dpreg.runtime.threads``)."""
 
 from __future__ import annotations
 
@@ -45,10 +45,9 @@ def report() -> None:
 
 
 def sbc() -> None:
-    from bayes_dpreg import sbc as sbc_mod
-    from bayes_dpreg.prior import Prior, prior_scales
-    from bayes_dpreg.release import stack_stats
-
+    from bayes_dpreg.posterior import sbc as sbc_mod
+    from bayes_dpreg.model.prior import Prior, prior_scales
+    from bayes_dpreg.stats import stack_stats
     from bayes_dpreg.samplers import get as get_sampler
 
     stats = parties(d=4, J=3)
@@ -85,7 +84,7 @@ ENTRY: dict[str, Callable[[], object]] = {
 def main(names: list[str]) -> None:
     warnings.simplefilter("ignore")
     if names[:1] == ["--unguarded"]:  # the negative control: lower as jaxlib would, unguarded
-        import bayes_dpreg.threads as threads
+        import bayes_dpreg.runtime.threads as threads
 
         threads._install = lambda: None
         names = names[1:]

@@ -80,3 +80,55 @@ def test_no_function_over_100_lines():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 100
     ]
     assert long == []
+
+
+# The stages data flows through (docs/architecture.md). A module may import its own stage and earlier ones.
+STAGES = {
+    "runtime": 0,
+    "_version": 0,
+    "_compat": 0,
+    "datasets": 1,
+    "release": 2,
+    "stats": 3,
+    "model": 4,
+    "samplers": 5,
+    "posterior": 6,
+    "report": 7,
+    "systems": 7,
+    "cli": 8,
+}
+
+
+def _stage(module: str) -> int | None:
+    parts = module.split(".")
+    return STAGES.get(parts[1]) if len(parts) > 1 else None  # the package's __init__ is the public face: exempt
+
+
+def _back_arrows(graph: dict[str, set[str]]) -> list[str]:
+    return [
+        f"{m} -> {t}"
+        for m, targets in graph.items()
+        for t in targets
+        if _stage(m) is not None and _stage(t) is not None and _stage(t) > _stage(m)
+    ]
+
+
+def test_every_module_belongs_to_a_stage():
+    top = {m.split(".")[1] for m in _modules() if m.count(".") >= 1}
+    assert top - {"__main__"} <= set(STAGES), f"modules outside any stage: {sorted(top - set(STAGES))}"
+
+
+def test_the_stage_walker_finds_a_back_arrow():
+    assert _back_arrows({"bayes_dpreg.release.x": {"bayes_dpreg.posterior.y"}}) == [
+        "bayes_dpreg.release.x -> bayes_dpreg.posterior.y"
+    ]
+    assert _back_arrows({"bayes_dpreg.posterior.y": {"bayes_dpreg.release.x"}}) == []
+
+
+def test_data_flows_one_way_through_the_stages():
+    assert _back_arrows(_imports(_modules())) == []
+
+
+def test_at_most_14_modules_at_the_top_level():
+    top = [p.name for p in PACKAGE.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()]
+    assert len(top) <= 14, sorted(top)

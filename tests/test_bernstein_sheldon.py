@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 import bayes_dpreg as bd
-from bayes_dpreg.bernstein_sheldon import ss_conditional, unpack_ss
-from bayes_dpreg.bernstein_sheldon_moments import ss_vector
-from bayes_dpreg.closed_form import nig_posterior
-from bayes_dpreg.privacy import NotPrivateWarning, analytic_gaussian_sigma, bs_sensitivity, calibrate_bs
-from bayes_dpreg.release import load_stats, release_bs
+from bayes_dpreg.model.closed_form import nig_posterior
+from bayes_dpreg.model.wishart_moments import ss_vector
+from bayes_dpreg.release.noisy_stats import load_stats
+from bayes_dpreg.release.mechanisms import release_bs
+from bayes_dpreg.release.privacy import NotPrivateWarning, analytic_gaussian_sigma, bs_sensitivity, calibrate_bs
+from bayes_dpreg.samplers.bs import ss_conditional, unpack_ss
 
 
 def test_bs_sensitivity_bounds_random_replacements():
@@ -128,21 +129,16 @@ def test_bs_under_heavy_noise_stays_finite_and_reports_floors():
 def test_bs_starts_and_stays_finite_on_a_near_singular_single_release():
     """Fig. 2's d = 5, J = 1, eps = 0.1 replication 0: starting from ``S~`` itself, theta's first
     draw was about 1e5 and the next CLT draw NaN (20 of 50 replications of that cell were NaN)."""
-    import sys
-    from pathlib import Path
-
-    from bayes_dpreg.bernstein_sheldon import bs_init, bs_step
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper"))  # the paper's runner, not in the wheel
-    import experiments as ex
+    from bayes_dpreg.samplers.bs import bs_init, bs_step
+    from paper import experiments as ex  # the paper's runner, not in the wheel
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rep = ex.make_replicates(n=100_000, d=5, J=1, epsilon=0.1, reps=1, seed=0)[0]
-    from bayes_dpreg.samplers import bs_clt
-    from bayes_dpreg.release import stack_stats
+    from bayes_dpreg.stats import stack_stats
+    from bayes_dpreg.samplers import bs
 
-    data, pr = bs_clt.data(stack_stats(rep.bs)), rep.prior.resolve(5)
+    data, pr = bs.data(stack_stats(rep.bs)), rep.prior.resolve(5)
     state = bs_init(jax.random.key(3), data, pr)
     assert np.abs(np.asarray(state.z["theta"])).max() < 10.0
     state = jax.lax.fori_loop(0, 200, lambda i, s: bs_step(s, data, pr), state)
@@ -151,7 +147,7 @@ def test_bs_starts_and_stays_finite_on_a_near_singular_single_release():
 
 def test_clt_prior_draw_survives_a_tiny_sigma2():
     """``theta^T Sigma_x theta`` = 1e11 against ``sigma^2`` = 1e-5: factorising Omega loses the last pivot."""
-    from bayes_dpreg.bernstein_sheldon import _clt_prior_draw
+    from bayes_dpreg.samplers.bs import _clt_prior_draw
 
     theta = jnp.asarray([-1.2e5, -3.8e5, -5.9e5, 1.9e5, -3.1e5])
     ss = _clt_prior_draw(jax.random.key(0), theta, jnp.asarray(1e-5), jnp.eye(5), jnp.asarray([1e5]))
@@ -159,7 +155,7 @@ def test_clt_prior_draw_survives_a_tiny_sigma2():
 
 
 def test_invalid_statistics_are_projected_floored_and_counted():
-    from bayes_dpreg.bernstein_sheldon import BSData, _conditional_draws
+    from bayes_dpreg.samplers.bs import BSData, _conditional_draws
 
     pr = bd.Prior(C=10.0, b=0.5, Lambda=1.0, Sigma_x_prior="iw").resolve(2)
     S = jnp.asarray([[[1.0, 3.0], [3.0, 1.0]], [[50.0, 0.0], [0.0, 50.0]]])  # party 0 indefinite
@@ -172,8 +168,8 @@ def test_invalid_statistics_are_projected_floored_and_counted():
 
 
 def test_matheron_draw_has_the_conditional_law():
-    from bayes_dpreg.bernstein_sheldon import BSData, _ss_draw
-    from bayes_dpreg.bernstein_sheldon_moments import ss_moments
+    from bayes_dpreg.model.wishart_moments import ss_moments
+    from bayes_dpreg.samplers.bs import BSData, _ss_draw
 
     theta, sigma2 = jnp.asarray([0.5, -1.0]), jnp.asarray(0.8)
     Sigma = jnp.asarray([[1.0, 0.3], [0.3, 0.5]])
@@ -191,8 +187,8 @@ def test_matheron_draw_has_the_conditional_law():
 
 
 def test_clt_prior_draw_has_the_isserlis_moments():
-    from bayes_dpreg.bernstein_sheldon import _clt_prior_draw
-    from bayes_dpreg.bernstein_sheldon_moments import ss_moments
+    from bayes_dpreg.model.wishart_moments import ss_moments
+    from bayes_dpreg.samplers.bs import _clt_prior_draw
 
     theta, sigma2 = jnp.asarray([0.5, -1.0, 0.2]), jnp.asarray(0.8)
     Sigma = jnp.asarray([[1.0, 0.3, 0.0], [0.3, 0.5, 0.1], [0.0, 0.1, 2.0]])

@@ -3,7 +3,7 @@
 import jax.numpy as jnp
 import numpy as np
 
-from bayes_dpreg.bernstein_sheldon_moments import ss_moments, ss_vector
+from bayes_dpreg.model.wishart_moments import ss_moments, ss_vector
 
 
 def test_ss_moments_match_monte_carlo():

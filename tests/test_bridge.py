@@ -1,4 +1,4 @@
-"""Bridge sampling (bayes_dpreg.bridge) and the normalX model's evidence (compare.normalx_evidence):
+"""Bridge sampling (bayes_dpreg.posterior.bridge) and the normalX model's evidence (compare.normalx_evidence):
 the estimator against the fixed-S closed form, the normalX evidence against brute-force
 integration written independently with scipy, and the pieces it integrates out analytically."""
 
@@ -10,17 +10,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _shared import linear_stats
 from numpyro.infer.util import log_density
-from scipy import integrate, stats as sps
+from scipy import integrate
+from scipy import stats as sps
 from scipy.special import logsumexp
 
-from _shared import linear_stats
-
 import bayes_dpreg as bd
-from bayes_dpreg.bridge import bridge_sampling
-from bayes_dpreg.compare import compare, log_evidence, normalx_evidence
-from bayes_dpreg.linalg import from_log_cholesky, log_cholesky, log_cholesky_log_jacobian
-from bayes_dpreg.hierarchical import ModelData, fixeds_model, log_marginal_S, upper
+from bayes_dpreg.model.densities import ModelData, fixeds_model, log_marginal_S, upper
+from bayes_dpreg.model.linalg import from_log_cholesky, log_cholesky, log_cholesky_log_jacobian
+from bayes_dpreg.posterior.bridge import bridge_sampling
+from bayes_dpreg.posterior.compare import compare, log_evidence, normalx_evidence
 
 PRIOR = dict(m=0.0, C=0.5, a=2.0, b=0.05, Lambda=0.3, kappa=3.0)
 
@@ -47,7 +47,7 @@ def test_log_cholesky_jacobian_matches_autodiff():
 
 def test_marginal_of_S_integrates_sigma_x_out():
     """d = 1: ``p(S_1, S_2) = int W(S_j; Sigma, n_j) IW(Sigma; Lambda, kappa) dSigma`` by quadrature."""
-    from bayes_dpreg.prior import ResolvedPrior
+    from bayes_dpreg.model.prior import ResolvedPrior
 
     pr = ResolvedPrior(m=np.zeros(1), C=np.eye(1), a=2.0, b=0.05, Lambda=np.array([[0.3]]), kappa=3.0,
                        nig_precision=np.eye(1))
@@ -72,7 +72,7 @@ def test_bridge_sampling_recovers_the_fixeds_closed_form():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         idata = bd.fit(stats, method="fixeds", prior=prior, num_samples=2000, seed=1)
-    from bayes_dpreg.compare import _setup
+    from bayes_dpreg.posterior.compare import _setup
 
     pr, data, *_ = _setup(stats, prior)
 

@@ -10,7 +10,7 @@ RELEASES = r"""
 import warnings, numpy as np
 warnings.simplefilter("ignore")
 import bayes_dpreg as bd
-from bayes_dpreg.cache import compilation_cache_dir, fit_compiler_options
+from bayes_dpreg.runtime.cache import compilation_cache_dir, fit_compiler_options
 r = np.random.default_rng(0)
 X = r.uniform(-0.5, 0.5, size=(900, 2)); y = np.clip(X @ [0.5, -0.2] + 0.1 * r.standard_normal(900), -1, 1)
 st = [bd.release(a, b, epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j, name=f"p{j}")
@@ -81,7 +81,7 @@ def test_arviz_is_imported_in_the_background_once_asked():
     code = r"""
 import sys, threading
 import bayes_dpreg
-from bayes_dpreg.idata import prefetch_arviz
+from bayes_dpreg.posterior.idata import prefetch_arviz
 assert "arviz" not in sys.modules, "import bayes_dpreg imported arviz"
 prefetch_arviz()
 for t in threading.enumerate():

@@ -5,14 +5,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bayes_dpreg.closed_form import (
+from bayes_dpreg.model.closed_form import (
     adassp_estimate,
     adassp_ridge,
     fast_posterior,
     nig_posterior,
     theta_conditional,
 )
-from bayes_dpreg.linalg import nearest_psd, spd_inverse
+from bayes_dpreg.model.linalg import nearest_psd, spd_inverse
 
 
 def _sym(rng, d):
@@ -144,8 +144,8 @@ def test_adassp_formulas():
 def test_eigen_party_terms_equal_the_cholesky_ones():
     """MCMC-fixedS's eigenbasis forms of the party terms and of the z~ log-likelihood equal the
     Cholesky forms, for PSD S_j with a zero eigenvalue (nearestPSD's output) and with entries of order 1e5."""
-    from bayes_dpreg.closed_form import eigen_parties, log_lik_z_eigen, party_terms, party_terms_eigen
-    from bayes_dpreg.hierarchical import ModelData, log_lik_z
+    from bayes_dpreg.model.closed_form import eigen_parties, log_lik_z_eigen, party_terms, party_terms_eigen
+    from bayes_dpreg.model.densities import ModelData, log_lik_z
 
     rng = np.random.default_rng(3)
     J, d = 3, 4

@@ -6,13 +6,13 @@ import math
 import arviz as az
 import numpy as np
 import pytest
-from scipy import integrate, stats as sps
-
 from _shared import linear_stats
+from scipy import integrate
+from scipy import stats as sps
 
 import bayes_dpreg as bd
-from bayes_dpreg.compare import compare, inclusion, log_evidence
-from bayes_dpreg.linalg import nearest_psd
+from bayes_dpreg.model.linalg import nearest_psd
+from bayes_dpreg.posterior.compare import compare, inclusion, log_evidence
 
 PRIOR = dict(m=0.0, C=0.5, a=2.0, b=0.05, Lambda=1.0)
 

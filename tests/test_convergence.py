@@ -7,9 +7,9 @@ import pytest
 from _shared import unit_releases
 
 import bayes_dpreg as bd
-from bayes_dpreg.diagnostics import convergence, noise_to_signal
-from bayes_dpreg.prior import PriorScales, prior_scales
-from bayes_dpreg.release import stack_stats
+from bayes_dpreg.model.prior import PriorScales, prior_scales
+from bayes_dpreg.posterior.diagnostics import convergence, noise_to_signal
+from bayes_dpreg.stats import stack_stats
 
 
 def _stats(eps=1.0, n=6000, J=3, seed=0):
@@ -131,7 +131,7 @@ def test_slow_mixing_is_not_taken_for_separate_modes():
 
 
 def test_the_convergence_line_of_the_cli_and_reports_says_what_to_do():
-    from bayes_dpreg.diagnostics import convergence_summary
+    from bayes_dpreg.posterior.diagnostics import convergence_summary
 
     at = dict(max_rhat=1.004, min_ess_bulk=1500.0, min_ess_tail=1200.0, converged=1, separated_modes="")
     assert convergence_summary(at).endswith(": ok.") and "divergent" not in convergence_summary(at)
@@ -146,7 +146,7 @@ def test_the_convergence_line_of_the_cli_and_reports_says_what_to_do():
 def test_separate_modes_are_labelled_by_coefficient_name():
     import arviz as az
 
-    from bayes_dpreg.diagnostics import separated_chains
+    from bayes_dpreg.posterior.diagnostics import separated_chains
 
     post = _posterior([0, 0, 8, 0], [1, 1, 1, 1]).posterior
     named = az.from_dict(
@@ -156,7 +156,7 @@ def test_separate_modes_are_labelled_by_coefficient_name():
 
 
 def test_more_draws_are_asked_for_slow_mixing_only():
-    from bayes_dpreg.diagnostics import needs_more_draws
+    from bayes_dpreg.posterior.diagnostics import needs_more_draws
 
     def draws(theta_offsets, sigma2_centres):
         post = _posterior(theta_offsets, sigma2_centres).posterior

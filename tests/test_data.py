@@ -6,7 +6,7 @@ import io
 import numpy as np
 import pytest
 
-from bayes_dpreg.data import load_dataset, load_power_plant, read_numeric_csv, simulate, split_parties
+from bayes_dpreg.datasets import load_dataset, load_power_plant, read_numeric_csv, simulate, split_parties
 
 MD5 = {
     "air_quality.csv": "516ab7e5b20d9e84f581159fa39e9073",

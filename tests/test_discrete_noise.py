@@ -7,8 +7,14 @@ import numpy as np
 import pytest
 
 import bayes_dpreg as bd
-from bayes_dpreg.privacy import (GRID_BITS, analytic_gaussian_sigma, discrete_bs, discrete_gaussian, gaussian_delta,
-                                 ssp_sensitivity)
+from bayes_dpreg.release.privacy import (
+    GRID_BITS,
+    analytic_gaussian_sigma,
+    discrete_bs,
+    discrete_gaussian,
+    gaussian_delta,
+    ssp_sensitivity,
+)
 
 
 @pytest.mark.parametrize("eps", [0.1, 0.3, 1.0, 3.0, 10.0])

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import bayes_dpreg as bd
-from bayes_dpreg.hierarchical import intercept_design
-from bayes_dpreg.privacy import calibrate
-from bayes_dpreg.release import average_rows
+from bayes_dpreg.model.densities import intercept_design
+from bayes_dpreg.release.mechanisms import average_rows
+from bayes_dpreg.release.privacy import calibrate
 
 
 def test_intercept_design_is_the_gram_matrix_of_one_and_x():
@@ -29,7 +29,7 @@ def test_intercept_release_clips_features_then_appends_ones():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(50, 2)) * 3
     y = rng.normal(size=50) * 0.1
-    with pytest.warns(bd.privacy.ClippingWarning):
+    with pytest.warns(bd.ClippingWarning):
         s = bd.release(X, y, epsilon=1.0, delta=1e-5, x_bound=2.0, y_bound=1.0, intercept=True, seed=0)
     assert s.d == 3 and s.meta == {"intercept": True}
     assert s.x_bound == pytest.approx(math.sqrt(5.0))

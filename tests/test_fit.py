@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import bayes_dpreg as bd
-from bayes_dpreg.closed_form import fast_posterior
+from bayes_dpreg.model.closed_form import fast_posterior
+from bayes_dpreg.model.prior import Prior, load_model
+from bayes_dpreg.stats import stack_stats
 from bayes_dpreg.samplers.fast import fast_sigma2
-from bayes_dpreg.prior import Prior, load_model
-from bayes_dpreg.release import stack_stats
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 

@@ -7,9 +7,9 @@ import pytest
 from scipy.stats import wishart
 
 import bayes_dpreg as bd
-from bayes_dpreg.data import load_dataset
-from bayes_dpreg.diagnostics import party_heterogeneity
-from bayes_dpreg.release import stack_stats
+from bayes_dpreg.datasets import load_dataset
+from bayes_dpreg.posterior.diagnostics import party_heterogeneity
+from bayes_dpreg.stats import stack_stats
 
 
 def _release(rng, Sigmas, n, sigma_S):
@@ -102,7 +102,7 @@ def test_fit_warns_for_heterogeneous_parties_and_records_the_check(tmp_path):
 
 
 def test_reports_state_the_check():
-    from bayes_dpreg.diagnostics import heterogeneity_summary
+    from bayes_dpreg.posterior.diagnostics import heterogeneity_summary
 
     assert heterogeneity_summary({}) is None
     ok = heterogeneity_summary({"party_dispersion": 1.1, "party_dispersion_p": 0.4})
@@ -148,7 +148,7 @@ def test_bike_sharing_blocks_give_a_sigma2_that_the_bounds_rule_out(shared_data,
 
 
 def test_the_bounds_line_appears_only_when_the_bound_is_exceeded():
-    from bayes_dpreg.diagnostics import bounds_summary
+    from bayes_dpreg.posterior.diagnostics import bounds_summary
 
     assert bounds_summary({}) is None and bounds_summary({"sigma2_over_bound": 0.02}) is None
     assert "12.5 times y_bound^2" in bounds_summary({"sigma2_over_bound": 12.5})

@@ -1,4 +1,4 @@
-"""The InferenceData contract (bayes_dpreg.idata): ArviZ's groups and names, so that az.summary,
+"""The InferenceData contract (bayes_dpreg.posterior.idata): ArviZ's groups and names, so that az.summary,
 az.loo, az.compare and az.plot_ppc work on every method's output."""
 
 import warnings
@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import multivariate_normal
 
 import bayes_dpreg as bd
-from bayes_dpreg.linalg import nearest_psd
+from bayes_dpreg.model.linalg import nearest_psd
 
 GROUPS = {"posterior", "sample_stats", "observed_data", "constant_data", "log_likelihood", "posterior_predictive",
           "prior", "prior_predictive"}
@@ -93,7 +93,7 @@ def test_prior_groups_follow_the_resolved_prior():
     """The prior group holds draws of the prior the fit used (theta ~ N(m, C), sigma2 ~ IG(a, b)),
     and the prior predictive z~_j is N(S^_j theta, sigma2 S^_j + sigma_z^2 I) at S^_j = nearestPSD(S~_j):
     its covariance over the prior is S^ C S^ + E[sigma2] S^ + sigma_z^2 I."""
-    from bayes_dpreg.release import stack_stats
+    from bayes_dpreg.stats import stack_stats
 
     stats = _stats()
     prior = bd.Prior(m=[0.3, -0.2], C=0.5, a=4.0, b=0.6, Lambda=1.0)

@@ -9,16 +9,15 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
 import pytest
+from _shared import exact_theta_moments
 from numpyro.infer.util import log_density as numpyro_log_density
 
-from _shared import exact_theta_moments
-
 import bayes_dpreg as bd
-from bayes_dpreg.closed_form import theta_conditional
-from bayes_dpreg.hierarchical import normalx_intercept_model
-from bayes_dpreg.prior import Prior
+from bayes_dpreg.model.closed_form import theta_conditional
+from bayes_dpreg.model.densities import normalx_intercept_model
+from bayes_dpreg.model.prior import Prior
+from bayes_dpreg.posterior.sbc import sbc, simulate_intercept_from_prior
 from bayes_dpreg.samplers import intercept as ic
-from bayes_dpreg.sbc import sbc, simulate_intercept_from_prior
 
 PRIOR = Prior(m=[0.5, 0.1, -0.2], C=2.0, a=3.0, b=2.0, Lambda=[[1.5, 0.3], [0.3, 1.0]], kappa=6.0,
               mu_x=[0.5, -0.3], mu_x_cov=[[1.0, 0.2], [0.2, 0.5]])

@@ -1,19 +1,15 @@
 """The ``yy`` study variant (``studies/model_variants.py``): the moments of the released
 ``||y_j||^2`` given ``z~, S, sigma_y^2`` agree with simulation of the model."""
 
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))
-
 
 def test_yy_moments_match_simulation():
-    import model_variants as mv
+    from studies import model_variants as mv
 
     rng = np.random.default_rng(1)
     J, d, n, reps = 3, 2, 40, 4000

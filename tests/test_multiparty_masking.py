@@ -1,4 +1,4 @@
-"""Tests of the Miao, Ding & Wu matrix-masking module (bayes_dpreg.multiparty.masking).
+"""Tests of the Miao, Ding & Wu matrix-masking module (bayes_dpreg.systems.masking).
 
 Every reference below is computed directly with NumPy on the unmasked ``X + Delta``
 (lstsq for OLS, ``solve`` for ridge, ``eigh`` for PCA, an explicit loop for k-fold CV),
@@ -14,7 +14,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from bayes_dpreg.multiparty import masking as mm
+from bayes_dpreg.systems import masking as mm
 
 RTOL = 1e-8
 

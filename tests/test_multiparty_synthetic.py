@@ -1,4 +1,4 @@
-r"""Tests of :mod:`bayes_dpreg.multiparty.synthetic` (Su & Liu 2020, HOMM synthetic data).
+r"""Tests of :mod:`bayes_dpreg.systems.synthetic` (Su & Liu 2020, HOMM synthetic data).
 
 Theorem 1 re-derived with the correct Laplace moments
 =====================================================
@@ -57,7 +57,7 @@ import warnings
 import numpy as np
 import pytest
 
-from bayes_dpreg.multiparty.synthetic import (
+from bayes_dpreg.systems.synthetic import (
     Bins,
     ClippingWarning,
     MergedSynthetic,
@@ -73,7 +73,6 @@ from bayes_dpreg.multiparty.synthetic import (
     sanitize_counts,
     synthesize_party,
 )
-
 
 # ----------------------------------------------------------------------------- helpers
 

@@ -1,7 +1,7 @@
 """Nothing hangs: the public entry points that compile and sample return in fresh processes
 on the default XLA CPU pool (no ``NPROC``), and none of the programs they compile holds a
 batched LAPACK call that jaxlib 0.10 may split over that pool, which is what deadlocks
-(:mod:`bayes_dpreg.threads`). The second check does not depend on luck: it reads the lowered
+(:mod:`bayes_dpreg.runtime.threads`). The second check does not depend on luck: it reads the lowered
 programs (``JAX_DUMP_IR_TO``) and fails on any call large enough to split, hung or not."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from jax.scipy.linalg import solve_triangular
 
-from bayes_dpreg.threads import lapack_guard, split_lapack_calls
+from bayes_dpreg.runtime.threads import lapack_guard, split_lapack_calls
 
 SCRIPT = Path(__file__).with_name("entry_points.py")
 

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-from bayes_dpreg import sbc as sbc_mod
-from bayes_dpreg.bernstein_sheldon_moments import ss_moments
-from bayes_dpreg.hierarchical import ModelData, prior_dist, upper
-from bayes_dpreg.prior import Prior
+from bayes_dpreg.posterior import sbc as sbc_mod
+from bayes_dpreg.model.densities import ModelData, prior_dist, upper
+from bayes_dpreg.model.prior import Prior
+from bayes_dpreg.model.wishart_moments import ss_moments
 from bayes_dpreg.samplers import normalx_clt as clt
 
 D, J = 3, 2
@@ -27,7 +27,7 @@ def _params(seed: int) -> tuple[np.ndarray, np.ndarray, float]:
 
 def _dense_log_lik(W: np.ndarray, n: np.ndarray, s2: np.ndarray, Sigma: np.ndarray, theta: np.ndarray, sigma2: float):
     """The released ``[upper(S~), z~]`` as one dense Gaussian per party: ``n_j`` times the one-row
-    moments of :mod:`bayes_dpreg.bernstein_sheldon_moments` (``y^2`` dropped) plus GOE noise."""
+    moments of :mod:`bayes_dpreg.model.wishart_moments` (``y^2`` dropped) plus GOE noise."""
     mom = ss_moments(jnp.asarray(theta), jnp.asarray(sigma2), jnp.asarray(Sigma))
     k = mom.mean.shape[0] - 1
     iu = np.triu_indices(D)

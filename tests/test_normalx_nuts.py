@@ -8,11 +8,11 @@ import pytest
 from _shared import exact_theta_moments, unit_releases
 
 import bayes_dpreg as bd
-from bayes_dpreg import kernels
-from bayes_dpreg.hierarchical import prior_dists
-from bayes_dpreg.prior import Prior
+from bayes_dpreg.model.densities import prior_dists
+from bayes_dpreg.model.prior import Prior
+from bayes_dpreg.posterior.sbc import sbc, simulate_from_prior
+from bayes_dpreg.samplers import normalx
 from bayes_dpreg.samplers import normalx_nuts as nn
-from bayes_dpreg.sbc import sbc, simulate_from_prior
 
 PRIOR = Prior(m=[0.1, -0.2, 0.3], C=2.0, a=3.0, b=2.0, Lambda=[[2.0, 0.3, 0.0], [0.3, 1.5, 0.1], [0.0, 0.1, 1.0]],
               kappa=7.0)
@@ -50,7 +50,7 @@ def test_density_is_the_model_density_plus_the_log_jacobian(seed):
 
     def reference_density(x):
         L, _, S, s2 = nn.unpack(_unflat(x, J, p), data, ref)
-        marg = kernels._level_target(S, nn.sigma_x_of(L, ref), s2, data, pr) + prior_dists(pr)["sigma2"].log_prob(s2)
+        marg = normalx._level_target(S, nn.sigma_x_of(L, ref), s2, data, pr) + prior_dists(pr)["sigma2"].log_prob(s2)
         return marg + jnp.linalg.slogdet(jax.jacfwd(constrained)(x))[1]
 
     x1 = _flat(nn.to_unconstrained(params["Sigma_x"], params["S"], params["sigma2"], data, ref))

@@ -1,5 +1,5 @@
 """What `pip install .` ships: every subpackage and the package data the code loads, and nothing
-of the repository's scripts (paper/, studies/, benchmarks/)."""
+of the repository's scripts (paper/, studies/, benchmarks/) or of their shared code (lab/)."""
 
 import fnmatch
 import pkgutil
@@ -25,7 +25,7 @@ def test_every_subpackage_and_data_file_is_shipped():
 
 def test_bundled_model_loads_by_name_from_any_directory(tmp_path, monkeypatch):
     import bayes_dpreg as bd
-    from bayes_dpreg.prior import bundled_models
+    from bayes_dpreg.model.prior import bundled_models
 
     monkeypatch.chdir(tmp_path)
     assert {"default", "alparslan2023"} <= set(bundled_models())
@@ -48,7 +48,7 @@ def test_import_loads_no_heavy_module():
     assert out == "", f"imported at package import: {out}"
 
 
-SCRIPT_FOLDERS = ("paper", "studies", "benchmarks")
+SCRIPT_FOLDERS = ("paper", "studies", "benchmarks", "lab")  # lab/: the scripts' shared code
 
 
 def test_the_wheel_ships_the_library_and_no_paper_or_study_code():
@@ -72,6 +72,17 @@ def test_the_wheel_ships_the_library_and_no_paper_or_study_code():
     assert "release" in installed and not installed & paper, installed & paper
 
 
+def test_the_scripts_are_packages_that_import_without_path_edits():
+    """paper/, studies/, benchmarks/ and lab/ are packages run from the repository root
+    (``python -m studies.coverage``); no script reaches another through ``sys.path``."""
+    scripts = [py for folder in SCRIPT_FOLDERS for py in (ROOT / folder).rglob("*.py")]
+    assert len(scripts) > len(SCRIPT_FOLDERS), scripts
+    for folder in SCRIPT_FOLDERS:
+        assert (ROOT / folder / "__init__.py").exists(), f"{folder}/ is not a package"
+    for py in scripts:
+        assert "sys.path" not in py.read_text(), f"{py.relative_to(ROOT)} edits sys.path"
+
+
 def test_the_library_imports_no_paper_study_or_benchmark_code():
     modules = {p.stem for folder in SCRIPT_FOLDERS for p in (ROOT / folder).glob("*.py")} | set(SCRIPT_FOLDERS)
     pattern = re.compile(r"^\s*(?:from|import)\s+(\w+)", re.M)
@@ -83,7 +94,7 @@ def test_the_library_imports_no_paper_study_or_benchmark_code():
 
 
 def test_the_command_line_has_no_reproduce_subcommand(capsys):
-    """The paper's experiments run from the repository (``python paper/reproduce.py``), not ``bayes-dpreg``."""
+    """The paper's experiments run from the repository (``python -m paper.reproduce``), not ``bayes-dpreg``."""
     import pytest
 
     from bayes_dpreg.cli import main

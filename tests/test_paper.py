@@ -2,19 +2,14 @@
 structure, agreement with fit(), and the errors of ``paper/reproduce.py``."""
 
 import csv
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import bayes_dpreg as bd
 
-PAPER = Path(__file__).resolve().parents[1] / "paper"
-if str(PAPER) not in sys.path:
-    sys.path.insert(0, str(PAPER))
-import experiments as ex  # noqa: E402
-from reproduce import main  # noqa: E402
+from paper import experiments as ex
+from paper.reproduce import main
 
 
 @pytest.fixture(scope="module")

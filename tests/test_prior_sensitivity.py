@@ -10,11 +10,16 @@ from _shared import unit_releases
 from scipy import stats as sps
 
 import bayes_dpreg as bd
-from bayes_dpreg.diagnostics import PRIOR_SENSITIVITY_MAX, prior_sensitivity, prior_sensitivity_summary
-from bayes_dpreg.inference import _record_prior_sensitivity
-from bayes_dpreg.prior import prior_scales
-from bayes_dpreg.release import stack_stats
+from bayes_dpreg.model.prior import prior_scales
+from bayes_dpreg.posterior.diagnostics import PRIOR_SENSITIVITY_MAX, prior_sensitivity, prior_sensitivity_summary
+from bayes_dpreg.posterior.diagnostics.prior_sensitivity import CHECK as PRIOR_SENSITIVITY_CHECK
+from bayes_dpreg.stats import stack_stats
 from bayes_dpreg.samplers import get as get_sampler
+
+
+def _record_prior_sensitivity(sampler, idata):
+    """What fit records: the prior-sensitivity check's attrs."""
+    idata.posterior.attrs.update(PRIOR_SENSITIVITY_CHECK.check(idata, None, sampler, None).attrs)
 
 
 def _stats(n=6000, J=3, eps=1.0):

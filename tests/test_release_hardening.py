@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 import bayes_dpreg as bd
-from bayes_dpreg.gram import Gram, _within, exponent, quantize
-from bayes_dpreg.ledger import BudgetExceededError, PrivacyLedger
-from bayes_dpreg.release import FloatNoiseWarning, StatsFileError
+from bayes_dpreg.release import privacy
+from bayes_dpreg.release.gram import Gram, _within, exponent, quantize
+from bayes_dpreg.release.ledger import BudgetExceededError, PrivacyLedger
+from bayes_dpreg.release.noisy_stats import FloatNoiseWarning, StatsFileError
 
 KW = dict(epsilon=1.0, delta=1e-5, x_bound=3.0, y_bound=1.0)
 
@@ -72,7 +73,7 @@ def test_a_file_that_claims_privacy_its_noise_lacks_is_refused(tmp_path):
     path = s.save(tmp_path / "a.json")
     doc = json.loads(path.read_text())
     doc["payload"]["private"] = True
-    from bayes_dpreg.release import _digest
+    from bayes_dpreg.release.noisy_stats import _digest
 
     doc["sha256"] = _digest(doc["payload"])
     path.write_text(json.dumps(doc))
@@ -172,7 +173,7 @@ def test_a_ledger_symlink_charges_its_target(tmp_path):
 
 
 def test_vertical_release_refuses_zero_noise_and_warns_on_seeded_noise():
-    from bayes_dpreg.multiparty import vertical as V
+    from bayes_dpreg.systems import vertical as V
 
     block = np.random.default_rng(0).uniform(-1, 1, size=(50, 2))
     with pytest.raises(ValueError, match="noise_std"):
@@ -188,7 +189,7 @@ def test_sums_are_exact_and_do_not_depend_on_the_order_of_the_rows():
     X, y = _data(n=5000, d=4)
     X[:7] *= 1e-9  # tiny and large terms: a floating-point sum would depend on the order
     X[7] *= 1e6
-    Xc, yc, _ = bd.privacy.clip(X, y, 3.0, 1.0)
+    Xc, yc, _ = privacy.clip(X, y, 3.0, 1.0)
     g = Gram.of_rows(Xc, yc, 3.0, 1.0, False)
     perm = np.random.default_rng(1).permutation(len(y))
     h = Gram(g.e)
@@ -211,7 +212,7 @@ def test_sums_are_exact_and_do_not_depend_on_the_order_of_the_rows():
 def test_discrete_release_rounds_the_exact_sums_once():
     X, y = _data(n=2000, d=3)
     s = bd.release(X, y, **KW)
-    k = bd.privacy.calibrate(1.0, 1e-5, 3.0, 1.0, noise="discrete", d=3, n=2000).grid_S
+    k = privacy.calibrate(1.0, 1e-5, 3.0, 1.0, noise="discrete", d=3, n=2000).grid_S
     assert np.all(np.fmod(s.S, 2.0**k) == 0)
 
 

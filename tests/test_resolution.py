@@ -1,4 +1,4 @@
-"""The directions of feature space the release cannot see (bayes_dpreg.resolution)."""
+"""The directions of feature space the release cannot see (bayes_dpreg.posterior.diagnostics.resolution)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import bayes_dpreg as bd
-from bayes_dpreg.release import stack_stats
-from bayes_dpreg.resolution import noise_level, release_resolution, resolution_summary
+from bayes_dpreg.posterior.diagnostics.resolution import noise_level, release_resolution, resolution_summary
+from bayes_dpreg.stats import stack_stats
 
 
 def _collinear(eps: float, gap: float = 0.01, n: int = 2000, J: int = 3, seed: int = 0) -> list:

@@ -1,4 +1,4 @@
-"""The XLA CPU thread-pool deadlock that :func:`bayes_dpreg.threads.lapack_guard` removes.
+"""The XLA CPU thread-pool deadlock that :func:`bayes_dpreg.runtime.threads.lapack_guard` removes.
 
 Two independent chains of batched Cholesky factorisations and triangular solves (400 matrices of
 14 x 14, as in vmapped MCMC-normalX on bike sharing) inside a ``fori_loop``: with jaxlib 0.10.2 and
@@ -19,7 +19,7 @@ REPRO = textwrap.dedent("""
     import os
     import jax, jax.numpy as jnp
     from jax.scipy.linalg import solve_triangular
-    from bayes_dpreg.threads import lapack_guard
+    from bayes_dpreg.runtime.threads import lapack_guard
     assert "NPROC" not in os.environ
     B, d = 400, 14
     A = jnp.eye(d) * 2.0 + 0.01 * jax.random.normal(jax.random.key(0), (B, d, d))
@@ -64,7 +64,7 @@ def test_import_changes_no_environment_variable():
 
 
 def test_configure_threads(monkeypatch):
-    from bayes_dpreg.threads import configure_threads
+    from bayes_dpreg.runtime.threads import configure_threads
 
     monkeypatch.delenv("NPROC", raising=False)
     assert configure_threads() == "1"

@@ -9,13 +9,13 @@ from _shared import unit_releases
 from numpyro.infer.util import log_density
 
 import bayes_dpreg as bd
-from bayes_dpreg import kernels
-from bayes_dpreg.closed_form import collapsed_log_lik, fast_posterior, party_terms, theta_conditional
-from bayes_dpreg.hierarchical import fixeds_model, log_target_S, normalx_model, prior_dists
-from bayes_dpreg.linalg import spd_inverse
-from bayes_dpreg.prior import Prior
-from bayes_dpreg.release import stack_stats
-from bayes_dpreg.sbc import sbc, simulate_from_prior
+from bayes_dpreg.model.closed_form import collapsed_log_lik, fast_posterior, party_terms, theta_conditional
+from bayes_dpreg.model.densities import fixeds_model, log_target_S, normalx_model, prior_dists
+from bayes_dpreg.model.linalg import spd_inverse
+from bayes_dpreg.model.prior import Prior
+from bayes_dpreg.posterior.sbc import sbc, simulate_from_prior
+from bayes_dpreg.samplers import fixeds, mh, normalx
+from bayes_dpreg.stats import stack_stats
 
 PRIOR = Prior(m=[0.1, -0.2, 0.3], C=2.0, a=3.0, b=2.0, Lambda=[[2.0, 0.3, 0.0], [0.3, 1.5, 0.1], [0.0, 0.1, 1.0]],
               kappa=7.0)
@@ -45,7 +45,7 @@ def test_level_target_is_the_theta_marginal_of_the_model(seed):
     pr, params, data = _random_state(seed)
     S, s2 = params["S"], params["sigma2"]
     cond = theta_conditional(S, data.z_tilde, s2, data.sigma_z**2, jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C)))
-    marg = kernels._level_target(S, params["Sigma_x"], s2, data, pr) + prior_dists(pr)["sigma2"].log_prob(s2)
+    marg = normalx._level_target(S, params["Sigma_x"], s2, data, pr) + prior_dists(pr)["sigma2"].log_prob(s2)
     for th in (params["theta"], params["theta"] + 1.0, jnp.zeros(3)):
         full = log_density(normalx_model, (data, pr), {}, {**params, "theta": th})[0]
         gauss = dist.MultivariateNormal(cond.mean, cond.cov).log_prob(th)
@@ -79,12 +79,12 @@ def test_fixeds_model_density():
 def test_fixeds_with_sigma2_held_fixed_reproduces_the_fast_posterior():
     pr, params, data = _random_state(5)
     fx = data._replace(S_tilde=params["S"])
-    settings = kernels.Settings(num_warmup=0, update_sigma2=False)
+    settings = mh.Settings(num_warmup=0, update_sigma2=False)
 
     def run(key):
-        st = kernels.fixeds_init(key, fx, pr, settings)
+        st = fixeds.fixeds_init(key, fx, pr, settings)
         st = st._replace(z={**st.z, "sigma2": jnp.asarray(0.7)})
-        return jax.lax.scan(lambda s, _: (kernels.fixeds_step(s, fx, pr, settings),) * 2, st, None, length=5000)[1].z
+        return jax.lax.scan(lambda s, _: (fixeds.fixeds_step(s, fx, pr, settings),) * 2, st, None, length=5000)[1].z
 
     draws = jax.jit(jax.vmap(run))(jax.random.split(jax.random.key(0), 4))["theta"].reshape(-1, 3)
     fast = fast_posterior(params["S"], data.z_tilde, data.sigma_z**2, 0.7, jnp.asarray(pr.m), jnp.asarray(pr.C))
@@ -94,14 +94,14 @@ def test_fixeds_with_sigma2_held_fixed_reproduces_the_fast_posterior():
 
 
 def test_numpyro_mcmc_runs_the_kernels():
-    """kernels.FixedS / kernels.NormalX under numpyro.infer.MCMC (vectorised chains): FixedS with
+    """fixeds.FixedS / normalx.NormalX under numpyro.infer.MCMC (vectorised chains): FixedS with
     sigma2 held at 0.7 reproduces eq. (12)'s posterior; NormalX's info and adaptation fields
     come back as extra fields with one entry per draw."""
     from numpyro.infer import MCMC
 
     pr, params, data = _random_state(5)
     fx = data._replace(S_tilde=params["S"])
-    mcmc = MCMC(kernels.FixedS(pr, update_sigma2=False), num_warmup=0, num_samples=5000, num_chains=2,
+    mcmc = MCMC(fixeds.FixedS(pr, update_sigma2=False), num_warmup=0, num_samples=5000, num_chains=2,
                 chain_method="vectorized", progress_bar=False)
     mcmc.run(jax.random.key(1), fx, init_params={"sigma2": jnp.full(2, 0.7)})
     draws = np.asarray(mcmc.get_samples()["theta"])
@@ -109,9 +109,9 @@ def test_numpyro_mcmc_runs_the_kernels():
     sd = np.sqrt(np.diag(fast.cov))
     assert np.all(np.abs(draws.mean(0) - fast.mean) < 4.5 * sd / np.sqrt(draws.shape[0]))
 
-    mcmc = MCMC(kernels.NormalX(pr), num_warmup=50, num_samples=20, num_chains=2, chain_method="vectorized",
+    mcmc = MCMC(normalx.NormalX(pr), num_warmup=50, num_samples=20, num_chains=2, chain_method="vectorized",
                 progress_bar=False)
-    mcmc.run(jax.random.key(2), data, extra_fields=kernels.NormalX.extra_fields)
+    mcmc.run(jax.random.key(2), data, extra_fields=normalx.NormalX.extra_fields)
     extra = mcmc.get_extra_fields(group_by_chain=True)
     assert extra["info.accept_S"].shape == (2, 20, 3) and extra["adapt.log_alpha"].shape == (2, 20, 3)
     assert np.all((extra["info.accept_sigma2"] >= 0) & (extra["info.accept_sigma2"] <= 1))
@@ -207,7 +207,7 @@ def test_small_party_is_rejected_for_normalx():
 
 
 def test_non_finite_chain_names_the_site():
-    from bayes_dpreg.inference import _check_finite
+    from bayes_dpreg.posterior.inference import _check_finite
 
     draws = {"theta": np.zeros((2, 5, 3)), "sigma2": np.ones((2, 5))}
     draws["sigma2"][1, 3] = np.nan
@@ -229,7 +229,7 @@ def test_wishart_increments_equal_numpyro_log_prob():
     pr, params, data = _random_state(6)
     S, Sx = params["S"], params["Sigma_x"]
     log_alpha = jnp.log(jnp.array([12.0, 30.0, 80.0]))
-    prop, incr = kernels._wishart_proposal(jax.random.key(3), S, log_alpha, Sx, data)
+    prop, incr = normalx._wishart_proposal(jax.random.key(3), S, log_alpha, Sx, data)
     alpha = jnp.exp(log_alpha)[:, None, None]
     prior = dist.Wishart(data.n, scale_matrix=Sx)
     ref = (prior.log_prob(prop) - prior.log_prob(S)
@@ -247,9 +247,9 @@ def test_congruence_identity_equals_the_full_level_target(seed):
     logdet_G = jnp.linalg.slogdet(G)[1]
     S2, Sx2 = G @ S @ G.T, G @ Sx @ G.T
     J, d = 3, 3
-    via_identity = (kernels._level_rest(S2, Sx2, s2, data, pr) - kernels._level_rest(S, Sx, s2, data, pr)
+    via_identity = (normalx._level_rest(S2, Sx2, s2, data, pr) - normalx._level_rest(S, Sx, s2, data, pr)
                     - J * (d + 1) * logdet_G)
-    full = kernels._level_target(S2, Sx2, s2, data, pr) - kernels._level_target(S, Sx, s2, data, pr)
+    full = normalx._level_target(S2, Sx2, s2, data, pr) - normalx._level_target(S, Sx, s2, data, pr)
     np.testing.assert_allclose(via_identity, full, rtol=1e-9, atol=1e-8)
 
 
@@ -257,13 +257,9 @@ def test_convergence_in_the_papers_setting():
     """n = 1e5, d = 5, J = 5, eps = 1 (paper's simulation and prior), 4 x (1000 + 5000):
     R-hat <= 1.01 and bulk ESS >= 400 for every theta. Seed 2 has an ill-conditioned Sigma_x
     (Algorithm 1 as published reaches R-hat 1.32, ESS 9 there)."""
-    import sys
-    from pathlib import Path
-
     import arviz as az
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))
-    from convergence import run
+    from studies.convergence import run
 
     idata, _, _ = run(seed=2, variant={})
     summ = az.summary(idata, var_names=["theta"], kind="diagnostics")

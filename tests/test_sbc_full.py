@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import bayes_dpreg as bd
-from bayes_dpreg.prior import Prior
-from bayes_dpreg.sbc import sbc
+from bayes_dpreg.model.prior import Prior
+from bayes_dpreg.posterior.sbc import sbc
 
 CASES = {
     "normalx": ("normalx", {}, 500, 10),

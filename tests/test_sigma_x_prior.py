@@ -1,4 +1,4 @@
-"""The separation-strategy prior of ``Sigma_x`` (:class:`bayes_dpreg.hierarchical.ScaledLKJ`)."""
+"""The separation-strategy prior of ``Sigma_x`` (:class:`bayes_dpreg.model.densities.ScaledLKJ`)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from numpyro.infer import MCMC, NUTS
 from scipy.stats import ks_2samp, norm
 
 from bayes_dpreg import Prior
-from bayes_dpreg.hierarchical import ScaledLKJ, prior_dist
-from bayes_dpreg.linalg import from_log_cholesky
+from bayes_dpreg.model.densities import ScaledLKJ, prior_dist
+from bayes_dpreg.model.linalg import from_log_cholesky
+from bayes_dpreg.posterior.sbc import sbc
 from bayes_dpreg.samplers.normalx_nuts import sigma_x_log_density
-from bayes_dpreg.sbc import sbc
 
 
 def test_density_in_two_dimensions_is_the_change_of_variables():
@@ -116,8 +116,9 @@ def test_sbc_of_the_default_sampler_under_the_separation_prior():
 def test_the_default_fit_uses_the_separation_prior_and_the_gibbs_sampler_the_inverse_wishart():
     import warnings
 
-    import bayes_dpreg as bd
     from _shared import linear_stats
+
+    import bayes_dpreg as bd
 
     stats = linear_stats(d=2, J=3, n=300, eps=1.0, bound=3.0)
     with warnings.catch_warnings():

@@ -3,7 +3,10 @@
 Each module declares a :class:`~bayes_dpreg.samplers.base.Sampler` (name, label,
 requirements on the released statistics, defaults, ``run`` and, for MCMC
 kernels, the pure chain kernel that SBC and the replication studies drive).
-Adding a method is one module and one line in :data:`SAMPLERS`.
+Adding a method is one module and one line in :data:`SAMPLERS`. Each module holds its kernel's
+state, ``init``/``step`` and settings; the Metropolis-within-Gibbs kernels share their MH and
+adaptation pieces through :mod:`~bayes_dpreg.samplers.mh`, and :func:`~bayes_dpreg.samplers.base.chain_run`
+derives ``run`` for those whose options are their settings.
 
 ==================  =====================================================================
 ``normalx-nuts``    the default: the normalX model (eq. 10) by NUTS, non-centred, theta
@@ -11,9 +14,10 @@ Adding a method is one module and one line in :data:`SAMPLERS`.
 ``normalx-clt``     the normalX model with the ``S_j`` integrated out under the Wishart's CLT,
                     ``O(J d^3)`` a step (:mod:`~bayes_dpreg.samplers.normalx_clt`)
 ``normalx``         MCMC-normalX, Metropolis-within-Gibbs (Alg. 1 and improvements)
-``fixeds``          MCMC-fixedS (Alg. 2)
+                    (:mod:`~bayes_dpreg.samplers.normalx`)
+``fixeds``          MCMC-fixedS (Alg. 2) (:mod:`~bayes_dpreg.samplers.fixeds`)
 ``fast``            Bayes-fixedS-fast (Alg. 3), closed form
-``bs``              MCMC-B&S (App. C.1)
+``bs``              MCMC-B&S (App. C.1) (:mod:`~bayes_dpreg.samplers.bs`)
 ``adassp``          adaSSP point estimate (App. C.2)
 ``normalx-intercept``  App. B.2, intercept and non-centred features
 ==================  =====================================================================
@@ -21,7 +25,7 @@ Adding a method is one module and one line in :data:`SAMPLERS`.
 
 from __future__ import annotations
 
-from . import adassp, bs_clt, fast, fixeds, intercept, normalx, normalx_clt, normalx_nuts
+from . import adassp, bs, fast, fixeds, intercept, normalx, normalx_clt, normalx_nuts
 from .base import ChainKernel, MethodResult, Sampler, run_batched, run_chains
 
 __all__ = [
@@ -38,7 +42,7 @@ __all__ = [
 ]
 
 SAMPLERS: dict[str, Sampler] = {
-    m.SAMPLER.name: m.SAMPLER for m in (normalx_nuts, normalx_clt, normalx, fixeds, fast, bs_clt, adassp, intercept)
+    m.SAMPLER.name: m.SAMPLER for m in (normalx_nuts, normalx_clt, normalx, fixeds, fast, bs, adassp, intercept)
 }
 
 DEFAULT_METHOD = "normalx-nuts"

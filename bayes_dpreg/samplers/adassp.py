@@ -8,8 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..closed_form import adassp_estimate, adassp_ridge
-from ..prior import ResolvedPrior
+from ..model.closed_form import adassp_estimate, adassp_ridge
+from ..model.prior import ResolvedPrior
 from .base import MethodResult, Sampler
 
 __all__ = ["run", "SAMPLER"]

@@ -12,6 +12,10 @@ style of BlackJAX (``init``/``step`` on a NamedTuple state, ``draws`` and
 * :func:`run_batched` -- chains of many data sets at once (``vmap``), for the
   replication studies (coverage, SBC, the paper's figures).
 
+:func:`chain_run` derives a method's ``run`` from its kernel, data, settings and a
+``summarise`` of the draws, for the methods whose options are their kernel's settings and
+:data:`RUN_OPTIONS` (``normalx``, ``fixeds``, ``bs``).
+
 Both advance the chains in chunks of :data:`CHUNK` iterations through one
 compiled ``lax.scan``: the kernel is traced once per (kernel, settings, chunk
 length); data, prior and states enter as arguments, so a second fit with the
@@ -32,13 +36,24 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array, lax
 
-from ..cache import fit_jit
-from ..precision import require_x64
-from ..threads import lapack_guarded
+from ..runtime.cache import fit_jit
+from ..runtime.precision import require_x64
+from ..runtime.threads import lapack_guarded
 
-__all__ = ["MethodResult", "ChainKernel", "Sampler", "run_chains", "run_batched", "positive_int", "CHUNK"]
+__all__ = [
+    "MethodResult",
+    "ChainKernel",
+    "Sampler",
+    "run_chains",
+    "run_batched",
+    "chain_run",
+    "positive_int",
+    "CHUNK",
+    "RUN_OPTIONS",
+]
 
 CHUNK = 100  # iterations per compiled call
+RUN_OPTIONS = ("thinning", "progress_bar")  # the options chain_run's runners take besides their settings
 
 
 class MethodResult(NamedTuple):
@@ -108,6 +123,49 @@ class Sampler:
     sbc_exact_S: bool = False
     integrates_S: bool = False
     options: tuple[str, ...] = field(default_factory=tuple)
+
+
+Summarise = Callable[[dict, dict, Any, Any, Any, int], tuple[dict | None, dict]]
+
+
+def chain_run(
+    kernel: ChainKernel,
+    data: Callable[[Any], Any],
+    settings: Callable[[dict, int, int], tuple[Any, dict]],
+    summarise: Summarise,
+) -> Runner:
+    """The ``run`` of a method whose options are its kernel's settings and :data:`RUN_OPTIONS`.
+
+    ``run(st, pr, key, num_chains, num_samples, num_warmup, **options)`` splits ``options`` by
+    ``settings(options, d, num_warmup) -> (settings, rest)``, takes ``thinning`` and
+    ``progress_bar`` from the rest and refuses anything else (``TypeError``), runs
+    :func:`run_chains` on ``data(st)`` and returns the draws with
+    ``summarise(samples, extra, data, pr, settings, num_warmup) -> (sample_stats, attrs)``."""
+
+    def run(
+        st: Any, pr: Any, key: Array, num_chains: int, num_samples: int, num_warmup: int, **options: Any
+    ) -> MethodResult:
+        settings_, rest = settings(options, st.d, num_warmup)
+        thin, progress = rest.pop("thinning", 1), rest.pop("progress_bar", False)
+        if rest:
+            raise TypeError(f"unexpected keyword arguments {sorted(rest)}")
+        data_ = data(st)
+        samples, extra = run_chains(
+            kernel,
+            data_,
+            pr,
+            settings_,
+            key,
+            num_chains=num_chains,
+            num_warmup=num_warmup,
+            num_samples=num_samples,
+            thin=thin,
+            progress_bar=progress,
+        )
+        stats, attrs = summarise(samples, extra, data_, pr, settings_, num_warmup)
+        return MethodResult(samples, attrs, stats)
+
+    return run
 
 
 def positive_int(name: str, v: Any, minimum: int = 1) -> int:

@@ -10,8 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..closed_form import fast_posterior
-from ..prior import ResolvedPrior
+from ..model.closed_form import fast_posterior
+from ..model.prior import ResolvedPrior
 from .base import MethodResult, Sampler
 
 __all__ = ["fast_sigma2", "run", "SAMPLER"]

@@ -1,30 +1,101 @@
-"""``fixeds``: MCMC-fixedS (Algorithm 2): ``theta`` and ``sigma_y^2`` at ``S_j = nearestPSD(S~_j)``."""
+"""``fixeds``: MCMC-fixedS (Algorithm 2): ``theta`` and ``sigma_y^2`` at ``S_j = nearestPSD(S~_j)``.
+
+The kernel (:func:`fixeds_init`, :func:`fixeds_step` on a :class:`FixedSState`; :class:`FixedS`
+wraps them for ``numpyro.infer.MCMC``) is steps 3-4 of MCMC-normalX
+(:mod:`bayes_dpreg.samplers.normalx`) with the ``S_j`` fixed: the ``(theta, sigma_y^2)`` block of
+:mod:`bayes_dpreg.samplers.mh`, through the eigendecompositions of the fixed ``S_j``.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+from jax import Array
 
-from .. import kernels
-from ..hierarchical import ModelData, fixeds_data, fixeds_model, log_joint, model_data
-from ..prior import ResolvedPrior
-from .base import ChainKernel, MethodResult, Sampler, run_chains
+from ..model.densities import ModelData, fixeds_data, fixeds_model, log_joint, model_data
+from ..model.prior import ResolvedPrior
+from .base import RUN_OPTIONS, ChainKernel, Sampler, chain_run
+from .mh import Settings, _given_fixed_S, _PureKernel, _robbins_monro, _update_theta_sigma2, kernel_settings
 
-__all__ = ["KERNEL", "SAMPLER", "run", "data", "settings"]
+__all__ = [
+    "FixedSState",
+    "FixedSInfo",
+    "fixeds_init",
+    "fixeds_step",
+    "FixedS",
+    "KERNEL",
+    "SAMPLER",
+    "run",
+    "data",
+    "settings",
+]
 
 
-def draws(state: kernels.FixedSState, data: ModelData, pr: ResolvedPrior, key: jax.Array) -> dict:
+class FixedSInfo(NamedTuple):
+    accept_sigma2: Array  # () acceptance probability of the last sigma2 move
+
+
+class FixedSState(NamedTuple):
+    """A chain of MCMC-fixedS: the draw, the adapted log-step of the sigma2 move, the last step's info."""
+
+    z: dict  # {"theta": (d,), "sigma2": ()}
+    log_step: Array
+    info: FixedSInfo
+    iteration: Array
+    rng_key: Array
+
+
+def fixeds_init(rng_key: Array, data: ModelData, pr: ResolvedPrior, settings: Settings = Settings()) -> FixedSState:
+    """``data.S_tilde`` must already hold the fixed ``nearestPSD(S~_j)``
+    (see :func:`~bayes_dpreg.model.densities.fixeds_data`)."""
+    d = data.z_tilde.shape[-1]
+    k_s2, k_next = jax.random.split(rng_key)
+    dtype = data.S_tilde.dtype
+    sigma2 = data.y_bound / 3.0 * jnp.exp(0.5 * jax.random.normal(k_s2, dtype=dtype))
+    zero = jnp.zeros((), dtype)
+    return FixedSState(
+        {"theta": jnp.zeros(d, dtype), "sigma2": sigma2},
+        zero + settings.init_log_step,
+        FixedSInfo(zero),
+        jnp.zeros((), jnp.int32),
+        k_next,
+    )
+
+
+def fixeds_step(state: FixedSState, data: ModelData, pr: ResolvedPrior, settings: Settings = Settings()) -> FixedSState:
+    """One iteration of MCMC-fixedS (Algorithm 2)."""
+    key, k_ts = jax.random.split(state.rng_key)
+    theta, sigma2, acc = _update_theta_sigma2(
+        k_ts, _given_fixed_S(data), state.z["theta"], state.z["sigma2"], state.log_step, pr, settings
+    )
+    log_step = _robbins_monro(state.log_step, acc, settings.target_accept_sigma2, state.iteration, settings, 1.0)
+    return FixedSState({"theta": theta, "sigma2": sigma2}, log_step, FixedSInfo(acc), state.iteration + 1, key)
+
+
+class FixedS(_PureKernel):
+    """MCMC-fixedS (Algorithm 2) as a NumPyro kernel; ``data.S_tilde`` holds nearestPSD(S~_j)."""
+
+    _init_fn = staticmethod(fixeds_init)
+    _step_fn = staticmethod(fixeds_step)
+    extra_fields = ("info.accept_sigma2", "log_step")
+
+
+# -- the sampler ----------------------------------------------------------------------------
+
+
+def draws(state: FixedSState, data: ModelData, pr: ResolvedPrior, key: jax.Array) -> dict:
     del data, pr, key
     return state.z
 
 
-def info(state: kernels.FixedSState) -> dict:
+def info(state: FixedSState) -> dict:
     return {"accept_prob_sigma2": state.info.accept_sigma2, "log_step": state.log_step}
 
 
-KERNEL = ChainKernel(kernels.fixeds_init, kernels.fixeds_step, draws, info)
+KERNEL = ChainKernel(fixeds_init, fixeds_step, draws, info)
 
 
 def data(st: Any) -> ModelData:
@@ -32,43 +103,32 @@ def data(st: Any) -> ModelData:
     return fixeds_data(model_data(st))
 
 
-def settings(options: dict, d: int, num_warmup: int) -> tuple[kernels.Settings, dict]:
-    return kernels.kernel_settings(dict(options), d, num_warmup)
+def settings(options: dict, d: int, num_warmup: int) -> tuple[Settings, dict]:
+    return kernel_settings(dict(options), d, num_warmup)
 
 
-def run(
-    st: Any, pr: ResolvedPrior, key: jax.Array, num_chains: int, num_samples: int, num_warmup: int, **options: Any
-) -> MethodResult:
-    settings_, rest = settings(options, st.d, num_warmup)
-    thin, progress = rest.pop("thinning", 1), rest.pop("progress_bar", False)
-    if rest:
-        raise TypeError(f"unexpected keyword arguments {sorted(rest)}")
-    d_ = data(st)
-    samples, extra = run_chains(
-        KERNEL,
-        d_,
-        pr,
-        settings_,
-        key,
-        num_chains=num_chains,
-        num_warmup=num_warmup,
-        num_samples=num_samples,
-        thin=thin,
-        progress_bar=progress,
-    )
+def summarise(
+    samples: dict, extra: dict, data: ModelData, pr: ResolvedPrior, settings: Settings, num_warmup: int
+) -> tuple[dict, dict]:
+    """Sample statistics (the log joint, the sigma2 move's acceptance and step) and attributes of a run."""
     stats = {
-        "lp": log_joint(fixeds_model, d_, pr, {k: samples[k] for k in ("theta", "sigma2")}),
+        "lp": log_joint(fixeds_model, data, pr, {k: samples[k] for k in ("theta", "sigma2")}),
         "acceptance_rate": extra["accept_prob_sigma2"],
         "step_size": np.exp(extra["log_step"]),
     }
     attrs = {
         "num_warmup": num_warmup,
-        "target_accept_sigma2": settings_.target_accept_sigma2,
+        "target_accept_sigma2": settings.target_accept_sigma2,
         "sigma2_move": "Gaussian random walk on log sigma2 (Jacobian included); acceptance_rate and step_size "
         "are that move's (theta is an exact Gibbs draw)",
     }
-    return MethodResult(samples, attrs, stats)
+    return stats, attrs
 
+
+run = chain_run(KERNEL, data, settings, summarise)
+
+# the Settings fields fit offers for MCMC-fixedS: the sigma2 move and its adaptation (no S or level moves)
+SETTINGS_OPTIONS = ("target_accept_sigma2", "adapt_exponent", "adapt_delay", "init_log_step", "update_sigma2")
 
 SAMPLER = Sampler(
     name="fixeds",
@@ -79,13 +139,5 @@ SAMPLER = Sampler(
     data=data,
     settings=settings,
     sbc_exact_S=True,
-    options=(
-        "target_accept_sigma2",
-        "adapt_exponent",
-        "adapt_delay",
-        "init_log_step",
-        "update_sigma2",
-        "thinning",
-        "progress_bar",
-    ),
+    options=SETTINGS_OPTIONS + RUN_OPTIONS,
 )

@@ -1,6 +1,6 @@
 r"""``normalx-intercept``: MCMC-normalX with an intercept and non-centred normal features (App. B.2).
 
-The model is :func:`bayes_dpreg.hierarchical.normalx_intercept_model`: ``x_i ~ N(mu_x, Sigma_x)``,
+The model is :func:`bayes_dpreg.model.densities.normalx_intercept_model`: ``x_i ~ N(mu_x, Sigma_x)``,
 per party the row mean ``b_j ~ N(mu_x, Sigma_x / n_j)`` and the centred scatter
 ``Sx_j ~ W(Sigma_x, n_j - 1)``; the Gram matrix of ``[1, x_i]`` is
 ``S0_j = intercept_design(b_j, Sx_j)`` and replaces ``S_j`` in eq. (10). It is sampled as
@@ -25,7 +25,7 @@ With ``N(b_j; mu_x, Sigma_x / n_j) |db_j / da_j| = N(a_j; 0, I)`` and
     + \log|L| - \tfrac12 \sum_j \|a_j\|^2 + \log p(\tilde S \mid S0) + \log p(\sigma_y^2)
     + \log\sigma_y^2 + \log p(\tilde z \mid S0, \sigma_y^2),
 
-the last factor with ``theta`` integrated out (:func:`~bayes_dpreg.closed_form.collapsed_log_lik`).
+the last factor with ``theta`` integrated out (:func:`~bayes_dpreg.model.closed_form.collapsed_log_lik`).
 It is tested equal to the NumPyro model's density (theta marginalised through its conditional)
 plus a numerically computed log-Jacobian. Needs ``release(..., intercept=True)`` statistics.
 """
@@ -38,10 +38,10 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from ..closed_form import theta_conditional
-from ..hierarchical import ModelData, intercept_design, model_data
-from ..linalg import from_log_cholesky, spd_inverse
-from ..prior import ResolvedPrior
+from ..model.closed_form import theta_conditional
+from ..model.densities import ModelData, intercept_design, model_data
+from ..model.linalg import from_log_cholesky, spd_inverse
+from ..model.prior import ResolvedPrior
 from . import normalx_nuts as nn
 from .base import ChainKernel, MethodResult, Sampler
 

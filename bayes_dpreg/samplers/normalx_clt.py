@@ -14,7 +14,7 @@ this sampler has none. It rests on two facts.
   and its blocks are exactly eq. 10's ``S_j ~ W(Sigma_x, n_j)``, ``z_j | S_j ~ N(S_j theta,
   sigma_y^2 S_j)``. The central limit theorem makes ``W_j`` Gaussian, mean ``n_j Sigma~`` and
   ``Cov(W_ab, W_cd) = n_j (Sigma~_ac Sigma~_bd + Sigma~_ad Sigma~_bc)`` (Isserlis; the moments of
-  :mod:`bayes_dpreg.bernstein_sheldon_moments`, which the tests use to check this module).
+  :mod:`bayes_dpreg.model.wishart_moments`, which the tests use to check this module).
 * **The release noise can be made orthogonally invariant.** The released ``S~_j``, ``z~_j`` carry
   independent noise of variance ``sigma_S^2`` on each entry of the upper triangle of ``S_j`` and
   ``sigma_z^2`` on ``z_j``. Adding independent noise (post-processing: privacy is untouched) so
@@ -55,7 +55,7 @@ instead gave divergences in 3% of transitions at d = 5, n_j = 2000, eps = 1, and
 steps an iteration on the paper's simulation at d = 10 against 15 now). ``x`` is
 ``(v, b, log sigma_y^2)`` less the posterior mode over the Laplace factor there
 (:func:`laplace`), so that NUTS's warm-up starts from a well-scaled geometry. The priors are the
-model's (:func:`~bayes_dpreg.hierarchical.prior_dist`, the ``Sigma_x`` factor through
+model's (:func:`~bayes_dpreg.model.densities.prior_dist`, the ``Sigma_x`` factor through
 :func:`~bayes_dpreg.samplers.normalx_nuts.sigma_x_log_density`).
 
 The approximation is the CLT's: its error in ``W_j`` is of relative order ``n_j^{-1/2}``
@@ -73,9 +73,9 @@ import numpy as np
 from jax import Array, lax
 from jax.scipy.optimize import minimize
 
-from ..hierarchical import ModelData, model_data, prior_dist
-from ..linalg import from_log_cholesky, log_cholesky, pooled_covariance, spd_inverse, symmetrize
-from ..prior import ResolvedPrior
+from ..model.densities import ModelData, model_data, prior_dist
+from ..model.linalg import from_log_cholesky, log_cholesky, pooled_covariance, spd_inverse, symmetrize
+from ..model.prior import ResolvedPrior
 from .base import ChainKernel, MethodResult, Sampler
 from .normalx_nuts import NCState, NutsSettings, info, nuts_kernels, run_nuts, sigma_x_log_density
 from .normalx_nuts import settings as nuts_settings

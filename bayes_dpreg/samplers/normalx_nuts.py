@@ -1,13 +1,13 @@
 r"""``normalx-nuts``: the model of MCMC-normalX (eq. 10) sampled by NUTS, non-centred, theta integrated out.
 
-The model is exactly :func:`bayes_dpreg.hierarchical.normalx_model`; only the sampler
+The model is exactly :func:`bayes_dpreg.model.densities.normalx_model`; only the sampler
 differs from Algorithm 1. Three changes of variables make its posterior easy for
 the No-U-Turn sampler (NumPyro's implementation, :func:`numpyro.infer.hmc.hmc`):
 
 * **theta integrated out.** ``z~_j | S_j, theta, sigma_y^2`` is Gaussian and linear in
   ``theta ~ N(m, C)``, so NUTS targets
   ``p(Sigma_x, S_{1:J}, sigma_y^2 | S~, z~)`` with the collapsed likelihood
-  (:func:`~bayes_dpreg.closed_form.collapsed_log_lik`), and every kept draw gets
+  (:func:`~bayes_dpreg.model.closed_form.collapsed_log_lik`), and every kept draw gets
   ``theta`` from its exact Gaussian conditional (eq. 12). The ridge along which
   ``S_j`` and ``theta`` trade off (``z~_j ~ S_j theta``) never enters the dynamics.
 * **Non-centred Wishart.** ``S_j = L W_j L^T`` with ``Sigma_x = L L^T`` and
@@ -33,8 +33,8 @@ the No-U-Turn sampler (NumPyro's implementation, :func:`numpyro.infer.hmc.hmc`):
   correlations the partial centring does not remove.
 
 The density NUTS sees is the model's log-density (``prior_dist``, ``S_prior_dist``,
-``S_tilde_dist`` from :mod:`bayes_dpreg.hierarchical`; the collapsed ``z~`` likelihood from
-:mod:`bayes_dpreg.closed_form`) plus the log-Jacobian of ``(v, c, log sigma_y^2) ->
+``S_tilde_dist`` from :mod:`bayes_dpreg.model.densities`; the collapsed ``z~`` likelihood from
+:mod:`bayes_dpreg.model.closed_form`) plus the log-Jacobian of ``(v, c, log sigma_y^2) ->
 (Sigma_x, S, sigma_y^2)``, simplified in closed form in :func:`log_density`:
 
 .. math::
@@ -57,12 +57,12 @@ import numpy as np
 from jax import Array
 from numpyro.infer.hmc import hmc
 
-from ..closed_form import collapsed_log_lik, party_terms, theta_conditional
-from ..diagnostics import needs_more_draws
-from ..hierarchical import ModelData, S_tilde_dist, model_data, prior_dist, upper
-from ..linalg import from_log_cholesky, log_cholesky, nearest_psd, pooled_covariance, spd_inverse, symmetrize
-from ..prior import ResolvedPrior
+from ..model.closed_form import collapsed_log_lik, party_terms, theta_conditional
+from ..model.densities import ModelData, S_tilde_dist, model_data, prior_dist, upper
+from ..model.linalg import from_log_cholesky, log_cholesky, nearest_psd, pooled_covariance, spd_inverse, symmetrize
+from ..model.prior import ResolvedPrior
 from .base import ChainKernel, MethodResult, Sampler, positive_int, run_chains
+from .convergence import needs_more_draws
 
 __all__ = [
     "NutsSettings",
@@ -199,13 +199,13 @@ def sigma_x_of(L: Array, ref: Reference) -> Array:
 def log_density(z: dict, data: ModelData, pr: ResolvedPrior, ref: Reference) -> Array:
     r"""Log-density of the unconstrained coordinates (theta integrated out), up to a constant.
 
-    The model's factors (:mod:`bayes_dpreg.hierarchical`) and the log-Jacobian (module docstring)
+    The model's factors (:mod:`bayes_dpreg.model.densities`) and the log-Jacobian (module docstring)
     combine into closed forms: with ``W_j = R_j R_j^T``, ``W(S_j; Sigma_x, n_j)`` times
     ``|dS_j/dW_j| = |L|^{d+1}`` is ``W(W_j; I, n_j)``, which with its Bartlett Jacobian is
     ``sum_i (n_j - i) log R_j,ii - ||R_j||_F^2 / 2`` (``i = 0..d-1``); ``IW(Sigma_x; Lambda,
     kappa)`` with the Jacobian of ``v`` is ``-sum_i (kappa + i) log L_ii
     - ||L^{-1} chol(Lambda)||_F^2 / 2``. The ``S~`` and ``sigma_y^2`` factors are the model's
-    and the ``z~`` likelihood is :func:`~bayes_dpreg.closed_form.collapsed_log_lik`. Tested
+    and the ``z~`` likelihood is :func:`~bayes_dpreg.model.closed_form.collapsed_log_lik`. Tested
     equal to the model's density plus a numerically differentiated log-Jacobian."""
     L, R, S, sigma2 = unpack(z, data, ref)
     return (
@@ -380,7 +380,7 @@ def run_nuts(
 
     ``extend``: up to this many times, while the chains of ``theta`` and ``sigma2`` mix too slowly
     (R-hat above 1.01 or ESS below 100 per chain) and do not sit in separate modes
-    (:func:`~bayes_dpreg.diagnostics.needs_more_draws`), every chain goes on, with the warm-up's
+    (:func:`~bayes_dpreg.samplers.convergence.needs_more_draws`), every chain goes on, with the warm-up's
     step size and mass matrix, for another ``num_samples`` draws. Off (0) by default."""
     settings = NutsSettings(num_warmup, float(target_accept_prob), int(max_tree_depth), dense_mass)
     check_settings(settings)

@@ -1,0 +1,315 @@
+"""NumPyro models of Alparslan et al. (2023): the single source of the log-density.
+
+:func:`normalx_model` is the hierarchical model with ``z`` integrated out (eq. 10):
+
+.. math::
+    \\theta \\sim N(m, C),\\quad \\sigma_y^2 \\sim IG(a, b),\\quad \\Sigma_x \\sim IW(\\Lambda, \\kappa)
+    \\ \\text{or}\\ \\mathrm{ScaledLKJ},\\\\
+    S_j \\mid \\Sigma_x \\sim W(\\Sigma_x, n_j),\\quad
+    \\tilde S_{j,kl} \\mid S_j \\sim N(S_{j,kl}, \\sigma_{S,j}^2)\\ (k \\le l),\\\\
+    \\tilde z_j \\mid S_j, \\theta, \\sigma_y^2 \\sim N(S_j\\theta, \\sigma_y^2 S_j + \\sigma_{z,j}^2 I).
+
+:func:`fixeds_model` fixes ``S_j`` at ``nearestPSD(S~_j)`` (Sec. 4.2) and keeps
+the ``theta``, ``sigma_y^2`` and ``z~`` sites.
+
+The per-party conditional distributions are built in one place,
+:func:`party_dists`; the models sample from them and the Metropolis-Hastings
+kernels (:mod:`bayes_dpreg.samplers.normalx`, :mod:`bayes_dpreg.samplers.fixeds`) evaluate their ``log_prob``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+from jax import Array
+from numpyro.infer.util import log_density
+
+from ..stats import StackedStats
+from .closed_form import EigenParties, eigen_parties
+from .linalg import nearest_psd
+from .prior import ResolvedPrior
+
+# NumPyro validates a distribution's arguments when it is built (on by default). The densities
+# below are built inside traced code, where the checks see tracers and decide nothing, yet are
+# traced all the same: 0.7 s and 27 small compiled programs of a cold fit. The inputs are checked
+# where they enter (Prior.resolve, the release checks), so these factors skip NumPyro's.
+_NO_CHECK = {"validate_args": False}
+
+__all__ = [
+    "ModelData",
+    "model_data",
+    "upper",
+    "party_dists",
+    "S_prior_dist",
+    "fixeds_data",
+    "prior_dist",
+    "prior_dists",
+    "sigma_x_conditional",
+    "log_marginal_S",
+    "normalx_model",
+    "fixeds_model",
+    "log_joint",
+    "log_target_S",
+    "log_local_S",
+    "S_tilde_dist",
+    "z_dist",
+    "log_lik_z",
+    "intercept_design",
+    "normalx_intercept_model",
+]
+
+
+class ModelData(NamedTuple):
+    """Released statistics as the models and kernels consume them (a pytree)."""
+
+    S_tilde: Array  # (J, d, d) noisy S~_j (for fixedS: the fixed nearestPSD(S~_j))
+    z_tilde: Array  # (J, d)
+    n: Array  # (J,) rows per party (float)
+    sigma_S: Array  # (J,)
+    sigma_z: Array  # (J,)
+    y_bound: Array  # () largest declared |y| bound, for initialisation
+    eig: EigenParties | None = None  # fixedS only: the fixed S_j's eigendecompositions (fixeds_data)
+
+
+def model_data(st: StackedStats) -> ModelData:
+    return ModelData(
+        jnp.asarray(st.S),
+        jnp.asarray(st.z),
+        jnp.asarray(st.n, dtype=jnp.float64),
+        jnp.asarray(st.sigma_S),
+        jnp.asarray(st.sigma_z),
+        jnp.asarray(float(st.y_bound.max())),
+    )
+
+
+def upper(S: Array) -> Array:
+    """Upper triangle with the diagonal, row-major: ``(..., d, d) -> (..., d(d+1)/2)``."""
+    iu = np.triu_indices(S.shape[-1])
+    return S[..., iu[0], iu[1]]
+
+
+PRIOR_SITES = ("theta", "sigma2", "Sigma_x")
+
+
+class ScaledLKJ(dist.Distribution):
+    r"""The separation-strategy prior of ``Sigma_x`` (Barnard, McCulloch & Meng 2000):
+    ``Sigma_x = D R D`` with ``D = diag(s)``, ``log s_k ~ N(log Lambda_kk / 2, scale_sd^2)``
+    independently and the correlation matrix ``R ~ LKJ(eta)`` (Lewandowski, Kurowicka & Joe 2009).
+
+    Unlike ``IW(Lambda, d + 1)``, whose variance along a direction ``u`` is
+    ``u^T Lambda u / chi2_2`` (a direction 100 times smaller than the features' own variance has
+    prior probability about ``e^{-50}``), the scales and the correlations are independent, and
+    ``LKJ(1)`` is uniform over correlation matrices: nearly collinear features keep polynomial
+    prior mass (about ``t^eta`` for a direction of relative variance ``t``; the default ``eta = 2``
+    has density proportional to ``det R``). The density, with the Jacobian ``|d Sigma / d(s, R)| = 2^d prod_k s_k^d``:
+
+    .. math::
+        \log p(\Sigma) = \sum_k [\log N(\log s_k; \mu_k, \tau^2) - (d + 1) \log s_k]
+        + \log \mathrm{LKJ}(R; \eta) - d \log 2,\qquad s_k = \Sigma_{kk}^{1/2}.
+    """
+
+    arg_constraints: dict[str, Any] = {}
+    support = dist.constraints.positive_definite
+    pytree_data_fields = ("loc", "eta", "scale_sd")
+
+    def __init__(self, Lambda: Array, eta: Array | float = 1.0, scale_sd: Array | float = 1.0) -> None:
+        self.loc = 0.5 * jnp.log(jnp.diagonal(jnp.asarray(Lambda), axis1=-2, axis2=-1))
+        self.eta, self.scale_sd = jnp.asarray(eta), jnp.asarray(scale_sd)
+        d = self.loc.shape[-1]
+        super().__init__(batch_shape=self.loc.shape[:-1], event_shape=(d, d), validate_args=False)
+
+    def _lkj(self) -> dist.LKJ | None:
+        d = self.event_shape[-1]
+        return dist.LKJ(d, self.eta, validate_args=False) if d > 1 else None
+
+    def sample(self, key: Array, sample_shape: tuple[int, ...] = ()) -> Array:
+        k_s, k_r = jax.random.split(key)
+        shape = sample_shape + self.batch_shape
+        s = jnp.exp(self.loc + self.scale_sd * jax.random.normal(k_s, shape + self.loc.shape[-1:], self.loc.dtype))
+        lkj = self._lkj()
+        R = jnp.ones(shape + (1, 1), self.loc.dtype) if lkj is None else lkj.sample(k_r, shape)
+        return s[..., :, None] * R * s[..., None, :]
+
+    def log_prob(self, value: Array) -> Array:
+        d = self.event_shape[-1]
+        log_s = 0.5 * jnp.log(jnp.diagonal(value, axis1=-2, axis2=-1))
+        log_scales = dist.Normal(self.loc, self.scale_sd, validate_args=False).log_prob(log_s)
+        out = (log_scales - (d + 1.0) * log_s).sum(-1) - d * jnp.log(2.0)
+        lkj = self._lkj()
+        if lkj is not None:
+            s = jnp.exp(log_s)
+            out = out + lkj.log_prob(value / (s[..., :, None] * s[..., None, :]))
+        return out
+
+
+def prior_dist(pr: ResolvedPrior, name: str) -> dist.Distribution:
+    """The prior of one of ``theta``, ``sigma2``, ``Sigma_x`` (eq. 4 and Fig. 1): ``N(m, C)``,
+    ``IG(a, b)``, ``IW(Lambda, kappa)``. Densities that need one factor build only that one
+    (building the inverse-Wishart added about 25 small programs to a cold fit's compilation)."""
+    if name == "theta":
+        return dist.MultivariateNormal(jnp.asarray(pr.m), covariance_matrix=jnp.asarray(pr.C), **_NO_CHECK)
+    if name == "sigma2":
+        return dist.InverseGamma(pr.a, pr.b, **_NO_CHECK)
+    if name == "Sigma_x":
+        if pr.eta is not None:
+            return ScaledLKJ(jnp.asarray(pr.Lambda), pr.eta, 1.0 if pr.scale_sd is None else pr.scale_sd)
+        return dist.InverseWishart(pr.kappa, scale_matrix=jnp.asarray(pr.Lambda), **_NO_CHECK)
+    raise KeyError(f"no prior factor {name!r}; the factors are {PRIOR_SITES}")
+
+
+def prior_dists(pr: ResolvedPrior) -> dict[str, dist.Distribution]:
+    """Priors of ``theta``, ``sigma2`` and ``Sigma_x`` (:func:`prior_dist`)."""
+    return {name: prior_dist(pr, name) for name in PRIOR_SITES}
+
+
+def sigma_x_conditional(S_sum: Array, n_total: Array, pr: ResolvedPrior) -> dist.InverseWishart:
+    """``Sigma_x | S_{1:J} ~ IW(Lambda + sum_j S_j, kappa + sum_j n_j)`` (eq. 11): the conjugate
+    update of :func:`prior_dists`' inverse-Wishart by the parties' Wishart ``S_j``."""
+    if pr.eta is not None:
+        raise ValueError(
+            "this computation uses the inverse-Wishart's conjugate update of Sigma_x: give the prior "
+            "Sigma_x_prior='iw' (the separation prior 'lkj' has no conjugate update)"
+        )
+    return dist.InverseWishart(pr.kappa + n_total, scale_matrix=jnp.asarray(pr.Lambda) + S_sum, **_NO_CHECK)
+
+
+def log_marginal_S(S: Array, data: ModelData, pr: ResolvedPrior) -> Array:
+    """``log p(S_{1:J})`` with ``Sigma_x`` integrated out, by the conjugate identity
+    ``p(S) = p(S | Sigma) p(Sigma) / p(Sigma | S)`` (exact at any ``Sigma``; evaluated at the
+    conditional's mode, where the three terms are best conditioned)."""
+    post = sigma_x_conditional(S.sum(0), data.n.sum(), pr)
+    d = S.shape[-1]
+    Sigma = post.scale_matrix / (post.concentration + d + 1.0)
+    return (
+        S_prior_dist(Sigma, data).log_prob(S).sum() + prior_dist(pr, "Sigma_x").log_prob(Sigma) - post.log_prob(Sigma)
+    )
+
+
+def z_dist(S: Array, theta: Array, sigma2: Array, sigma_z: Array) -> dist.MultivariateNormal:
+    """``z~_j | S_j, theta, sigma_y^2 ~ N(S_j theta, sigma_y^2 S_j + sigma_z^2 I)`` (eq. 10)."""
+    d = S.shape[-1]
+    cov = sigma2 * S + (sigma_z**2)[..., None, None] * jnp.eye(d, dtype=S.dtype)
+    return dist.MultivariateNormal(S @ theta, covariance_matrix=cov, **_NO_CHECK)
+
+
+def S_prior_dist(Sigma_x: Array, data: ModelData) -> dist.Wishart:
+    """``S_j | Sigma_x ~ W(Sigma_x, n_j)``, batched over parties."""
+    return dist.Wishart(data.n, scale_matrix=Sigma_x, **_NO_CHECK)
+
+
+def party_dists(S: Array, theta: Array, sigma2: Array, data: ModelData) -> dict[str, dist.Distribution]:
+    """The observation factors of eq. (10) given ``S_j``, batched over the party axis.
+
+    ``"S_tilde"``: the noisy upper triangle; ``"z_tilde"``: ``z~_j`` given
+    ``S_j, theta, sigma_y^2``.
+    """
+    return {"S_tilde": S_tilde_dist(S, data), "z_tilde": z_dist(S, theta, sigma2, data.sigma_z)}
+
+
+def S_tilde_dist(S: Array, data: ModelData) -> dist.Distribution:
+    """The noisy upper triangle ``S~_{j,kl} ~ N(S_{j,kl}, sigma_{S,j}^2)``, ``k <= l`` (eq. 8)."""
+    return dist.Normal(upper(S), data.sigma_S[:, None], **_NO_CHECK).to_event(1)
+
+
+def log_local_S(S: Array, Sigma_x: Array, data: ModelData) -> Array:
+    """``log p(S_j | Sigma_x) + log p(S~_j | S_j)`` per party (J,): the factors of eq. (10)
+    that involve ``S_j`` but not ``theta`` or ``sigma_y^2``."""
+    return S_prior_dist(Sigma_x, data).log_prob(S) + S_tilde_dist(S, data).log_prob(upper(data.S_tilde))
+
+
+def log_target_S(S: Array, theta: Array, sigma2: Array, Sigma_x: Array, data: ModelData) -> Array:
+    """``log p(S_j | Sigma_x) + log p(S~_j | S_j) + log p(z~_j | S_j, theta, sigma2)`` per party (J,):
+    the unnormalised full conditional of each ``S_j``."""
+    return log_local_S(S, Sigma_x, data) + z_dist(S, theta, sigma2, data.sigma_z).log_prob(data.z_tilde)
+
+
+def log_lik_z(S: Array, theta: Array, sigma2: Array, data: ModelData) -> Array:
+    """``sum_j log p(z~_j | S_j, theta, sigma_y^2)``: the part of eq. (10) that involves ``sigma_y^2``."""
+    return z_dist(S, theta, sigma2, data.sigma_z).log_prob(data.z_tilde).sum(-1)
+
+
+def normalx_model(data: ModelData, prior: ResolvedPrior, observe: bool = True) -> None:
+    """The model for MCMC-normalX (Algorithm 1). With ``observe=False`` the
+    ``S_tilde`` and ``z_tilde`` sites are sampled (prior predictive)."""
+    pd = prior_dists(prior)
+    theta = numpyro.sample("theta", pd["theta"])
+    sigma2 = numpyro.sample("sigma2", pd["sigma2"])
+    Sigma_x = numpyro.sample("Sigma_x", pd["Sigma_x"])
+    J = data.n.shape[0]
+    with numpyro.plate("party", J):
+        S = numpyro.sample("S", S_prior_dist(Sigma_x, data))
+        dd = party_dists(S, theta, sigma2, data)
+        numpyro.sample("S_tilde", dd["S_tilde"], obs=upper(data.S_tilde) if observe else None)
+        numpyro.sample("z_tilde", dd["z_tilde"], obs=data.z_tilde if observe else None)
+
+
+def fixeds_model(data: ModelData, prior: ResolvedPrior, observe: bool = True) -> None:
+    """The model for MCMC-fixedS (Algorithm 2): ``S_j`` given as ``data.S_tilde``."""
+    pd = prior_dists(prior)
+    theta = numpyro.sample("theta", pd["theta"])
+    sigma2 = numpyro.sample("sigma2", pd["sigma2"])
+    with numpyro.plate("party", data.n.shape[0]):
+        numpyro.sample(
+            "z_tilde", z_dist(data.S_tilde, theta, sigma2, data.sigma_z), obs=data.z_tilde if observe else None
+        )
+
+
+def fixeds_data(data: ModelData) -> ModelData:
+    """Replace ``S~_j`` by the fixed estimate ``nearestPSD(S~_j)`` (Higham; Sec. 4.2), with its
+    eigendecompositions for MCMC-fixedS's kernel."""
+    S = nearest_psd(data.S_tilde)
+    return data._replace(S_tilde=S, eig=eigen_parties(S, data.z_tilde))
+
+
+def intercept_design(b: Array, Sx: Array, n: Array) -> Array:
+    """App. B.2: the Gram matrix of ``[1, x_i]`` from the row mean ``b_j`` and the centred
+    scatter ``Sx_j = (n_j - 1) Sigma^_j``: ``[[n, n b^T], [n b, Sx + n b b^T]]`` (batched over parties)."""
+    nn = n[:, None]
+    nb = nn * b
+    top = jnp.concatenate([nn, nb], -1)[:, None, :]
+    bottom = jnp.concatenate([nb[..., None], Sx + nn[..., None] * b[:, :, None] * b[:, None, :]], -1)
+    return jnp.concatenate([top, bottom], -2)
+
+
+def normalx_intercept_model(data: ModelData, prior: ResolvedPrior, observe: bool = True) -> None:
+    """MCMC-normalX with an intercept and non-centred normal features (App. B.2).
+
+    ``x_i ~ N(mu_x, Sigma_x)``: per party the row mean ``b_j ~ N(mu_x, Sigma_x/n_j)`` and the
+    centred scatter ``Sx_j ~ W(Sigma_x, n_j - 1)`` are independent, ``S0_j`` =
+    :func:`intercept_design` replaces ``S_j`` in eq. (10), and ``theta`` (first entry the
+    intercept) has ``d + 1`` entries. ``prior`` comes from :meth:`Prior.resolve_intercept`;
+    ``mu_x ~ N(prior.mu_x, prior.mu_x_cov)``. ``data`` holds the released statistics of
+    ``[1, x_i]`` (``bayes_dpreg.release(..., intercept=True)``)."""
+    pd = prior_dists(prior)
+    theta = numpyro.sample("theta", pd["theta"])
+    sigma2 = numpyro.sample("sigma2", pd["sigma2"])
+    Sigma_x = numpyro.sample("Sigma_x", pd["Sigma_x"])
+    mu_x = numpyro.sample("mu_x", dist.MultivariateNormal(jnp.asarray(prior.mu_x), jnp.asarray(prior.mu_x_cov)))
+    J = data.n.shape[0]
+    with numpyro.plate("party", J):
+        b = numpyro.sample("b", dist.MultivariateNormal(mu_x, Sigma_x / data.n[:, None, None]))
+        Sx = numpyro.sample("Sx", dist.Wishart(data.n - 1.0, scale_matrix=Sigma_x))
+        S = intercept_design(b, Sx, data.n)
+        dd = party_dists(S, theta, sigma2, data)
+        numpyro.sample("S_tilde", dd["S_tilde"], obs=upper(data.S_tilde) if observe else None)
+        numpyro.sample("z_tilde", dd["z_tilde"], obs=data.z_tilde if observe else None)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _log_joint(model: Callable, data: ModelData, prior: ResolvedPrior, samples: dict[str, Array]) -> Array:
+    return jax.vmap(lambda s: log_density(model, (data, prior), {}, s)[0])(samples)
+
+
+def log_joint(model: Callable, data: ModelData, prior: ResolvedPrior, samples: dict[str, Any]) -> np.ndarray:
+    """ArviZ's ``lp``: the model's log joint density (all sites, observed included) at each draw
+    of ``samples`` (``{site: (chain, draw, ...)}``, the model's latent sites)."""
+    lead = next(iter(samples.values())).shape[:2]
+    flat = {k: jnp.asarray(v).reshape((-1,) + tuple(np.shape(v)[2:])) for k, v in samples.items()}
+    return np.asarray(_log_joint(model, data, prior, flat)).reshape(lead)

@@ -1,0 +1,184 @@
+"""Prior sensitivity by power-scaling (Kallioinen et al. 2024, ``arviz.psens``): how much ``theta``'s
+posterior depends on each prior factor, ``Sigma_x``'s above all (:func:`prior_sensitivity`)."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from .base import Check, Finding
+
+if TYPE_CHECKING:
+    from ...samplers.base import Sampler
+    from ...stats import StackedStats
+
+__all__ = [
+    "PriorSensitivityWarning",
+    "PriorSensitivity",
+    "prior_sensitivity",
+    "prior_sensitivity_summary",
+    "sigma_x_sensitive",
+    "PRIOR_SENSITIVITY_MAX",
+    "CHECK",
+]
+
+
+class PriorSensitivityWarning(UserWarning):
+    """Some coefficient's interval depends on the prior of ``Sigma_x``: the release does not pin the
+    features' covariance in some direction (often nearly collinear features), and there the
+    intervals are the prior's, not the data's."""
+
+
+PRIOR_SENSITIVITY_MAX = 0.05  # priorsense's threshold for an informative prior (Kallioinen et al.)
+
+
+class PriorSensitivity(NamedTuple):
+    """:func:`prior_sensitivity`'s result, per coefficient (``coef``): ``prior[name]`` the
+    power-scaling sensitivity of ``theta`` to the prior factor ``name`` (``theta``, ``sigma2``,
+    ``Sigma_x``), ``likelihood`` to the ``z~`` likelihood; ``noise[name]`` the largest value over
+    coefficients that Monte Carlo noise alone reaches with probability 0.05 (a permutation
+    test, run only for factors that reach the threshold); ``threshold`` is priorsense's 0.05."""
+
+    coef: list[str]
+    prior: dict[str, np.ndarray]
+    likelihood: np.ndarray
+    noise: dict[str, float]
+    threshold: float
+
+    def cutoff(self, name: str) -> float:
+        """The sensitivity to prior factor ``name`` that counts: at least the threshold and above noise."""
+        return max(self.threshold, self.noise.get(name, 0.0))
+
+    def sensitive(self, name: str) -> list[str]:
+        """The coefficients whose sensitivity to prior factor ``name`` reaches :meth:`cutoff`."""
+        return [c for c, s in zip(self.coef, self.prior.get(name, ())) if s >= self.cutoff(name)]
+
+    def diagnosis(self, k: int) -> str:
+        """priorsense's reading for coefficient ``k``: a prior factor at or above its cutoff is a
+        *prior-data conflict* where the likelihood sensitivity reaches the threshold too, else a
+        *strong prior / weak likelihood*; ``"-"`` when no prior factor reaches its cutoff."""
+        if all(float(s[k]) < self.cutoff(name) for name, s in self.prior.items()):
+            return "-"
+        return "prior-data conflict" if self.likelihood[k] >= self.threshold else "strong prior / weak likelihood"
+
+
+def _psens(idata: Any, component: str, component_var_names: str | None, delta: float) -> np.ndarray:
+    import arviz as az
+
+    s = az.psens(idata, component=component, component_var_names=component_var_names, var_names=["theta"], delta=delta)
+    return np.asarray(getattr(s, "theta", s), dtype=np.float64)
+
+
+def _noise_level(idata: Any, name: str, delta: float, permutations: int, rng: np.random.Generator) -> float:
+    """The ``1 - 1/(permutations + 1)`` point of the largest sensitivity over coefficients when the
+    factor's log density is shuffled across draws (so it cannot depend on ``theta``): the level
+    that Monte Carlo noise alone reaches. The estimate's noise grows with the spread of the log
+    density over the draws (an inverse-Wishart over many entries varies by tens of nats)."""
+    import arviz as az
+
+    lp = idata.log_prior[name]
+    flat = lp.values.reshape(-1)
+    peaks = []
+    for _ in range(permutations):
+        shuffled = lp.copy(data=rng.permutation(flat).reshape(lp.shape))
+        null = az.InferenceData(posterior=idata.posterior[["theta"]], log_prior=shuffled.to_dataset(name=name))
+        peaks.append(float(np.max(_psens(null, "prior", name, delta))))
+    return max(peaks)
+
+
+def _factor_rng(seed: int, name: str) -> np.random.Generator:
+    """One shuffle stream per factor, so that a factor's noise level does not depend on which other
+    factors were tested (the fit tests ``Sigma_x`` alone, a report all of them)."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(zlib.crc32(name.encode()),)))
+
+
+def prior_sensitivity(
+    idata: Any,
+    *,
+    delta: float = 0.01,
+    permutations: int = 19,
+    noise_factors: Sequence[str] | None = None,
+    seed: int = 0,
+) -> PriorSensitivity:
+    r"""Power-scaling sensitivity of ``theta`` to each prior factor and to the likelihood
+    (Kallioinen, Paananen, Bürkner & Vehtari 2024, *Detecting and diagnosing prior and likelihood
+    sensitivity with power-scaling*; ``arviz.psens``). Power-scaling one factor ``p_i`` of the
+    posterior to ``p_i^alpha`` reweights the draws by ``p_i^{alpha - 1}`` (Pareto-smoothed
+    importance sampling, no refit); the sensitivity is the rate of change of the cumulative
+    Jensen-Shannon distance between the posterior of each ``theta_k`` at ``alpha = 1 +- delta``
+    and at 1, and 0.05 or more marks an informative factor.
+
+    Each top-level prior of eq. (4) is scaled alone, from the fit's ``log_prior`` group (``theta``,
+    ``sigma2``, ``Sigma_x``, those the method infers); the likelihood is that of the released
+    ``z~_j`` (the ``log_likelihood`` group). The estimate is noisy where a factor's log density
+    spreads widely over the draws: an ``IW`` density that does not depend on ``theta`` at all
+    read 0.07-0.12 at 4,000 draws. So each factor also gets a noise level by a Monte Carlo
+    permutation test (``permutations`` shuffles of its log density across draws; with 19, a
+    factor counts at level 0.05 only when its largest sensitivity beats every shuffle). The test
+    costs about 10 ms a shuffle, so it runs only for the factors of ``noise_factors`` (all when
+    ``None``) that reach 0.05 at all; ``noise`` holds those it ran for.
+
+    An informative prior on ``theta`` may be intended; ``Sigma_x``'s prior is a nuisance prior
+    that should not matter, and where it does the intervals in that direction come from it.
+    """
+    if "log_prior" not in idata.groups() or "log_likelihood" not in idata.groups():
+        raise ValueError("prior_sensitivity needs a fit's log_prior and log_likelihood groups (MCMC methods)")
+    prior = {name: _psens(idata, "prior", name, delta) for name in idata.log_prior.data_vars}
+    candidates = prior if noise_factors is None else noise_factors
+    tested = [k for k, v in prior.items() if np.max(v) >= PRIOR_SENSITIVITY_MAX and k in candidates]
+    return PriorSensitivity(
+        [str(c) for c in idata.posterior["theta"].coords["coef"].values],
+        prior,
+        _psens(idata, "likelihood", None, delta),
+        {name: _noise_level(idata, name, delta, permutations, _factor_rng(seed, name)) for name in tested},
+        PRIOR_SENSITIVITY_MAX,
+    )
+
+
+def _sigma_x_cutoff(attrs: Any) -> float:
+    return max(PRIOR_SENSITIVITY_MAX, float(attrs.get("prior_sensitivity_Sigma_x_noise", 0.0)))
+
+
+def sigma_x_sensitive(attrs: Any) -> bool:
+    """Whether a fit's recorded ``Sigma_x`` sensitivity reaches 0.05 and its noise level."""
+    return "prior_sensitivity_Sigma_x" in attrs and float(attrs["prior_sensitivity_Sigma_x"]) >= _sigma_x_cutoff(attrs)
+
+
+def prior_sensitivity_summary(attrs: Any) -> str | None:
+    """One line on ``Sigma_x``'s prior sensitivity for reports (``None`` when the fit did not record it)."""
+    if "prior_sensitivity_Sigma_x" not in attrs:
+        return None
+    s, cut = float(attrs["prior_sensitivity_Sigma_x"]), _sigma_x_cutoff(attrs)
+    measured = f"largest power-scaling sensitivity {s:.3f}, counted from {cut:.3f} (0.05 or Monte Carlo noise)"
+    if not sigma_x_sensitive(attrs):
+        return f"Prior of Sigma_x: the intervals do not depend on it ({measured})."
+    return (
+        f"Prior of Sigma_x: the intervals depend on it ({measured}): the release does not pin the features' "
+        "covariance in some direction, and there the intervals are the prior's (see the release resolution)."
+    )
+
+
+def check(idata: Any, st: StackedStats, sampler: Sampler, pr: Any) -> Finding | None:
+    """The largest power-scaling sensitivity of ``theta`` to each prior factor and to the likelihood
+    (:func:`prior_sensitivity`; the noise level for ``Sigma_x`` alone), ``None`` without a
+    ``log_prior`` group. It does not warn: on the paper's simulation it fired on 36 of 40 fits, all
+    22 that covered among them; the resolution check names the directions instead."""
+    if "log_prior" not in idata.groups():
+        return None
+    ps = prior_sensitivity(idata, noise_factors=("Sigma_x",))
+    attrs: dict[str, Any] = {f"prior_sensitivity_{k}": float(np.max(v)) for k, v in ps.prior.items()}
+    attrs.update({f"prior_sensitivity_{k}_noise": v for k, v in ps.noise.items()})
+    attrs["likelihood_sensitivity_min"] = float(np.min(ps.likelihood))
+    return Finding("prior_sensitivity", not sigma_x_sensitive(attrs), attrs)
+
+
+CHECK = Check(
+    "prior_sensitivity",
+    applies=lambda sampler: sampler.kind == "mcmc",
+    check=check,
+    summary=prior_sensitivity_summary,
+    flagged=sigma_x_sensitive,
+)

@@ -1,0 +1,1 @@
+"""Code shared by the repository's scripts (``paper/``, ``studies/``, ``benchmarks/``); not in the wheel."""

@@ -1,0 +1,1 @@
+"""Studies of coverage, priors and convergence; run as ``python -m studies.<script>``, not in the wheel."""
