@@ -49,6 +49,7 @@ import numpyro.distributions as dist
 from ..model.closed_form import collapsed_log_lik, party_terms
 from ..model.densities import S_tilde_dist, log_marginal_S, upper
 from ..model.linalg import from_log_cholesky, log_cholesky, log_cholesky_log_jacobian, spd_inverse
+from ..release.noisy_stats import NoisyStats
 from ..runtime.entry import public
 
 __all__ = ["log_evidence", "normalx_evidence", "compare", "inclusion", "MAX_ENUMERATE_D"]
@@ -148,7 +149,7 @@ def _log_evidences(
 
 
 def _setup(
-    stats: Any, prior: Any, coef_names: Sequence[str] | None = None
+    stats: NoisyStats | Sequence[NoisyStats], prior: Any, coef_names: Sequence[str] | None = None
 ) -> tuple[Any, Any, list[str], list[str], np.ndarray, np.ndarray]:
     """``(resolved prior, fixed-S model data, coefficient names, party names, S, z~)``."""
     from ..model.densities import fixeds_data, model_data
@@ -185,7 +186,7 @@ def _feature_mask(features: Sequence[Any] | None, names: list[str]) -> np.ndarra
 
 @public
 def log_evidence(
-    stats: Any,
+    stats: NoisyStats | Sequence[NoisyStats],
     features: Sequence[Any] | None = None,
     prior: Any = None,
     *,
@@ -246,7 +247,7 @@ def _submodel_prior(pr: Any, mask: np.ndarray) -> Any:
 
 @public
 def normalx_evidence(
-    stats: Any,
+    stats: NoisyStats | Sequence[NoisyStats],
     features: Sequence[Any] | None = None,
     prior: Any = None,
     *,
@@ -348,7 +349,7 @@ def _elpd_data(elpd_i: np.ndarray, p_i: np.ndarray, party_names: list[str]) -> A
 
 @public
 def compare(
-    stats: Any,
+    stats: NoisyStats | Sequence[NoisyStats],
     models: Mapping[str, Sequence[Any] | None] | None = None,
     prior: Any = None,
     *,
@@ -439,7 +440,7 @@ def _elpd_differences(loo: list[Any]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _normalx_candidates(
-    stats: Any,
+    stats: NoisyStats | Sequence[NoisyStats],
     model_names: list[str],
     masks: np.ndarray,
     names: list[str],
@@ -474,7 +475,7 @@ def _subset_name(mask: np.ndarray, names: list[str]) -> str:
 
 @public
 def inclusion(
-    stats: Any,
+    stats: NoisyStats | Sequence[NoisyStats],
     prior: Any = None,
     *,
     model_prior: str = "uniform",

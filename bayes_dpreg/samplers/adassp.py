@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..model.closed_form import adassp_estimate, adassp_ridge
 from ..model.prior import ResolvedPrior
+from ..stats import StackedStats
 from .base import MethodResult, Sampler
 
 __all__ = ["run", "SAMPLER"]
 
 
 def run(
-    st: Any,
+    st: StackedStats,
     pr: ResolvedPrior,
     key: jax.Array,
     num_chains: int,

@@ -39,6 +39,7 @@ from jax import Array, lax
 from ..runtime.cache import fit_jit
 from ..runtime.precision import require_x64
 from ..runtime.threads import lapack_guarded
+from ..stats import StackedStats
 
 __all__ = [
     "MethodResult",
@@ -143,7 +144,7 @@ def chain_run(
     ``summarise(samples, extra, data, pr, settings, num_warmup) -> (sample_stats, attrs)``."""
 
     def run(
-        st: Any, pr: Any, key: Array, num_chains: int, num_samples: int, num_warmup: int, **options: Any
+        st: StackedStats, pr: Any, key: Array, num_chains: int, num_samples: int, num_warmup: int, **options: Any
     ) -> MethodResult:
         settings_, rest = settings(options, st.d, num_warmup)
         thin, progress = rest.pop("thinning", 1), rest.pop("progress_bar", False)

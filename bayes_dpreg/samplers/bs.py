@@ -34,7 +34,7 @@ The kernel is :func:`bs_init`, :func:`bs_step` on a :class:`BSState` (:class:`BS
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -46,6 +46,7 @@ from ..model.densities import sigma_x_conditional
 from ..model.linalg import nearest_psd_and_min_eig, pooled_covariance, symmetrize
 from ..model.prior import ResolvedPrior
 from ..model.wishart_moments import ss_moments, ss_vector
+from ..stats import StackedStats
 from .base import RUN_OPTIONS, ChainKernel, Sampler, chain_run
 from .mh import Settings, _PureKernel
 
@@ -210,8 +211,11 @@ def info(state: BSState) -> dict:
 KERNEL = ChainKernel(bs_init, bs_step, draws, info)
 
 
-def data(st: Any) -> BSData:
-    return bs_data(st.S, st.z, st.u, st.n, st.sigma_S)
+def data(st: StackedStats) -> BSData:
+    """The kernel's data from :func:`~bayes_dpreg.release.release_bs` statistics (which carry ``u``)."""
+    if st.u is None:
+        raise ValueError("method 'bs' needs statistics released with bayes_dpreg.release_bs (the noisy y^T y)")
+    return bs_data(*(jnp.asarray(a) for a in (st.S, st.z, st.u, st.n, st.sigma_S)))
 
 
 def settings(options: dict, d: int, num_warmup: int) -> tuple[Settings, dict]:

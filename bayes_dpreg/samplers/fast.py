@@ -4,7 +4,7 @@ and fixed ``sigma_y^2``."""
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Literal
 
 import jax
 import jax.numpy as jnp
@@ -12,6 +12,7 @@ import numpy as np
 
 from ..model.closed_form import fast_posterior
 from ..model.prior import ResolvedPrior
+from ..stats import StackedStats
 from .base import MethodResult, Sampler
 
 __all__ = ["fast_sigma2", "run", "SAMPLER"]
@@ -37,7 +38,7 @@ def fast_sigma2(y_bound: float, rule: Literal["text", "code"] | float = "text") 
 
 
 def run(
-    st: Any,
+    st: StackedStats,
     pr: ResolvedPrior,
     key: jax.Array,
     num_chains: int,

@@ -8,7 +8,7 @@ wraps them for ``numpyro.infer.MCMC``) is steps 3-4 of MCMC-normalX
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -17,6 +17,7 @@ from jax import Array
 
 from ..model.densities import ModelData, fixeds_data, fixeds_model, log_joint, model_data
 from ..model.prior import ResolvedPrior
+from ..stats import StackedStats
 from .base import RUN_OPTIONS, ChainKernel, Sampler, chain_run
 from .mh import Settings, _given_fixed_S, _PureKernel, _robbins_monro, _update_theta_sigma2, kernel_settings
 
@@ -98,7 +99,7 @@ def info(state: FixedSState) -> dict:
 KERNEL = ChainKernel(fixeds_init, fixeds_step, draws, info)
 
 
-def data(st: Any) -> ModelData:
+def data(st: StackedStats) -> ModelData:
     """The released statistics with ``S~_j`` replaced by the fixed ``nearestPSD(S~_j)``."""
     return fixeds_data(model_data(st))
 

@@ -42,6 +42,7 @@ from ..model.closed_form import theta_conditional
 from ..model.densities import ModelData, intercept_design, model_data
 from ..model.linalg import from_log_cholesky, spd_inverse
 from ..model.prior import ResolvedPrior
+from ..stats import StackedStats
 from . import normalx_nuts as nn
 from .base import ChainKernel, MethodResult, Sampler
 
@@ -179,7 +180,7 @@ KERNEL = ChainKernel(init, step, draws, nn.info, vectorize=False)
 
 
 def run(
-    st: Any, pr: ResolvedPrior, key: Array, num_chains: int, num_samples: int, num_warmup: int, **options: Any
+    st: StackedStats, pr: ResolvedPrior, key: Array, num_chains: int, num_samples: int, num_warmup: int, **options: Any
 ) -> MethodResult:
     """``fit``'s entry point; options as :func:`~bayes_dpreg.samplers.normalx_nuts.run_nuts`."""
     description = "NUTS (NumPyro), non-centred Sx_j = L W_j L^T and b_j, theta integrated out and drawn from eq. (12)"

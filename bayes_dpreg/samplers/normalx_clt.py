@@ -76,6 +76,7 @@ from jax.scipy.optimize import minimize
 from ..model.densities import ModelData, model_data, prior_dist
 from ..model.linalg import from_log_cholesky, log_cholesky, pooled_covariance, spd_inverse, symmetrize
 from ..model.prior import ResolvedPrior
+from ..stats import StackedStats
 from .base import ChainKernel, MethodResult, Sampler
 from .normalx_nuts import NCState, NutsSettings, info, nuts_kernels, run_nuts, sigma_x_log_density
 from .normalx_nuts import settings as nuts_settings
@@ -342,7 +343,7 @@ TARGET_ACCEPT = 0.8  # no divergences on the probes (d = 5 and 20) at 0.8; 0.9 c
 
 
 def run(
-    st: Any, pr: ResolvedPrior, key: Array, num_chains: int, num_samples: int, num_warmup: int, **options: Any
+    st: StackedStats, pr: ResolvedPrior, key: Array, num_chains: int, num_samples: int, num_warmup: int, **options: Any
 ) -> MethodResult:
     """``fit``'s entry point; options as :func:`~bayes_dpreg.samplers.normalx_nuts.run_nuts`."""
     description = "NUTS (NumPyro) in the Laplace frame of (Sigma_x, theta, sigma_y^2); S_j integrated out (CLT)"

@@ -61,6 +61,7 @@ from ..model.closed_form import collapsed_log_lik, party_terms, theta_conditiona
 from ..model.densities import ModelData, S_tilde_dist, model_data, prior_dist, upper
 from ..model.linalg import from_log_cholesky, log_cholesky, nearest_psd, pooled_covariance, spd_inverse, symmetrize
 from ..model.prior import ResolvedPrior
+from ..stats import StackedStats
 from .base import ChainKernel, MethodResult, Sampler, positive_int, run_chains
 from .convergence import needs_more_draws
 
@@ -361,7 +362,7 @@ def check_settings(settings: NutsSettings) -> None:
 def run_nuts(
     kernel: ChainKernel,
     description: str,
-    st: Any,
+    st: StackedStats,
     pr: ResolvedPrior,
     key: Array,
     num_chains: int,
@@ -413,7 +414,7 @@ def run_nuts(
 
 
 def run(
-    st: Any, pr: ResolvedPrior, key: Array, num_chains: int, num_samples: int, num_warmup: int, **options: Any
+    st: StackedStats, pr: ResolvedPrior, key: Array, num_chains: int, num_samples: int, num_warmup: int, **options: Any
 ) -> MethodResult:
     """``fit``'s entry point; options as :func:`run_nuts`."""
     description = "NUTS (NumPyro), non-centred S_j = L W_j L^T, theta integrated out and drawn from eq. (12)"
