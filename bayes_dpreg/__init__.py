@@ -26,7 +26,7 @@ from .posterior.diagnostics import (
     unresolved_directions,
 )
 from .posterior.inference import METHODS, NoiseWarning, fit
-from .release import (
+from .privacy import (
     FloatNoiseWarning,
     NoisyStats,
     SeededReleaseWarning,
@@ -37,8 +37,8 @@ from .release import (
     release_adassp,
     release_bs,
 )
-from .release.bounds import ProposedBounds, propose_bounds
-from .release.privacy import (
+from .privacy.bounds import ProposedBounds, propose_bounds
+from .privacy.gaussian import (
     ClippingWarning,
     NotPrivateWarning,
     analytic_gaussian_sigma,
@@ -106,9 +106,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """``bayes_dpreg.inference`` and the other old module paths, as deprecated aliases."""
+    """``bayes_dpreg.inference`` and the other old module paths, as deprecated aliases (``_compat``)."""
     if name in _compat.MOVED:
-        import importlib
-
-        return importlib.import_module(f"{__name__}.{name}")
+        return _compat.alias(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,17 +1,22 @@
 """Old module paths (before the library was grouped by stage) as deprecated aliases.
 
-``import bayes_dpreg.inference`` still works and warns; it gives a proxy of
-:mod:`bayes_dpreg.posterior.inference`. Remove in 0.3."""
+``from bayes_dpreg.inference import fit`` still works and warns (``DeprecationWarning`` at the
+caller's line, naming the new path). Each old path is a proxy module registered in
+``sys.modules`` when the package is imported; it imports nothing until a name is read from it,
+then forwards to the module (or, where the old module's names now live in several, the first
+of the modules) that holds the code. Proxies are not the modules: patch the new paths.
+Remove in 0.3."""
 
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.machinery
+import importlib.util
 import sys
 import types
 import warnings
 from typing import Any
+
+PREFIX = "bayes_dpreg."
 
 MOVED: dict[str, str | tuple[str, ...]] = {
     "cache": "runtime.cache",
@@ -20,16 +25,19 @@ MOVED: dict[str, str | tuple[str, ...]] = {
     "threads": "runtime.threads",
     "entry": "runtime.entry",
     "data": "datasets",
-    "privacy": "release.privacy",
-    "bounds": "release.bounds",
-    "ledger": "release.ledger",
-    "sources": "release.sources",
-    "gram": "release.gram",
+    "release": ("privacy.mechanisms", "privacy.noisy_stats", "stats"),
+    "bounds": "privacy.bounds",
+    "ledger": "privacy.ledger",
+    "sources": "privacy.sources",
+    "gram": "privacy.gram",
     "prior": "model.prior",
     "hierarchical": "model.densities",
     "closed_form": "model.closed_form",
     "linalg": "model.linalg",
     "bernstein_sheldon_moments": "model.wishart_moments",
+    "kernels": ("samplers.normalx", "samplers.fixeds", "samplers.mh"),
+    "bernstein_sheldon": "samplers.bs",
+    "samplers.bs_clt": "samplers.bs",
     "inference": "posterior.inference",
     "idata": "posterior.idata",
     "diagnostics": "posterior.diagnostics",
@@ -41,66 +49,48 @@ MOVED: dict[str, str | tuple[str, ...]] = {
     "multiparty.masking": "systems.masking",
     "multiparty.synthetic": "systems.synthetic",
     "multiparty.vertical": "systems.vertical",
-    # one old module whose names now live in several: an attribute is looked up in each in turn
-    "kernels": ("samplers.normalx", "samplers.fixeds", "samplers.mh"),
-    "bernstein_sheldon": "samplers.bs",
 }
-PREFIX = "bayes_dpreg."
-
-
-def _targets(target: str | tuple[str, ...]) -> tuple[str, ...]:
-    return (target,) if isinstance(target, str) else tuple(target)
 
 
 class _Alias(types.ModuleType):
-    """Forwards attribute access to the module that now holds the code (the first of several
-    that has the attribute, where an old module was split)."""
+    """An old module path: forwards every public or private name to the modules that hold it now."""
 
-    def __init__(self, name: str, target: str | tuple[str, ...]) -> None:
-        super().__init__(name)
-        self.__dict__["_targets"] = _targets(target)
-        self.__dict__["__path__"] = []  # lets old sub-module paths (multiparty.vertical) resolve
+    def __init__(self, old: str, targets: tuple[str, ...]) -> None:
+        super().__init__(PREFIX + old)
+        self.__dict__["_targets"] = tuple(PREFIX + t for t in targets)
+        self.__dict__["_warned"] = False
+        self.__dict__["__path__"] = []  # old sub-module paths (multiparty.vertical) resolve through sys.modules
 
     def __getattr__(self, attr: str) -> Any:
-        for target in self.__dict__["_targets"]:
+        if attr.startswith("__"):  # tools probing module dunders (__file__, __wrapped__) get no warning, no import
+            raise AttributeError(attr)
+        targets = self.__dict__["_targets"]
+        if not self.__dict__["_warned"]:
+            self.__dict__["_warned"] = True
+            warnings.warn(
+                f"{self.__name__} is deprecated (the library is grouped by stage, docs/architecture.md): "
+                f"import from {' or '.join(targets)}",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        for target in targets:
             module = importlib.import_module(target)
             if hasattr(module, attr):
                 return getattr(module, attr)
-        raise AttributeError(f"module {self.__name__!r} has no attribute {attr!r}")
+            if hasattr(module, "__path__") and importlib.util.find_spec(f"{target}.{attr}") is not None:
+                return importlib.import_module(f"{target}.{attr}")  # a sub-module of a package that moved
+        raise AttributeError(f"module {self.__name__!r} has no attribute {attr!r} (looked in {', '.join(targets)})")
 
     def __dir__(self) -> list[str]:
-        return sorted({a for t in self.__dict__["_targets"] for a in dir(importlib.import_module(t))})
-
-
-class _Loader(importlib.abc.Loader):
-    def __init__(self, target: str | tuple[str, ...]) -> None:
-        self.target = target
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        return _Alias(spec.name, self.target)
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        old = module.__name__
-        new = " or ".join(_targets(self.target))
-        warnings.warn(
-            f"{old} is deprecated: the library is grouped by stage (docs/architecture.md); import {new}",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        for target in _targets(self.target):
-            importlib.import_module(target)
-
-
-class _Finder(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if not fullname.startswith(PREFIX) or fullname[len(PREFIX) :] not in MOVED:
-            return None
-        moved = MOVED[fullname[len(PREFIX) :]]
-        new = PREFIX + moved if isinstance(moved, str) else tuple(PREFIX + t for t in moved)
-        return importlib.machinery.ModuleSpec(fullname, _Loader(new), is_package=True)
+        return sorted({n for t in self.__dict__["_targets"] for n in dir(importlib.import_module(t))})
 
 
 def install() -> None:
-    """Put the finder on ``sys.meta_path`` once (after the regular finders: real modules win)."""
-    if not any(isinstance(f, _Finder) for f in sys.meta_path):
-        sys.meta_path.append(_Finder())
+    """Register the proxies (no module is imported; a real module of the same name is kept)."""
+    for old, new in MOVED.items():
+        sys.modules.setdefault(PREFIX + old, _Alias(old, (new,) if isinstance(new, str) else new))
+
+
+def alias(name: str) -> types.ModuleType:
+    """The proxy of an old top-level path (``bayes_dpreg.inference``), for the package's ``__getattr__``."""
+    return sys.modules[PREFIX + name]

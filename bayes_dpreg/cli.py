@@ -17,7 +17,7 @@ import numpy as np
 from .runtime.entry import public
 
 if TYPE_CHECKING:
-    from .release.ledger import PrivacyLedger
+    from .privacy.ledger import PrivacyLedger
 
 __all__ = ["main", "build_parser", "LEVEL"]
 
@@ -39,8 +39,8 @@ def _release_all(
     columns=None,
 ):
     """Release every party's statistics; collect each party's private clipping report."""
-    from .release.mechanisms import release, release_adassp, release_bs
-    from .release.privacy import ClippingWarning
+    from .privacy.gaussian import ClippingWarning
+    from .privacy.mechanisms import release, release_adassp, release_bs
 
     stats, notes = [], []
     names = names or [f"party{j + 1}" for j in range(len(parts))]
@@ -65,7 +65,7 @@ def _release_all(
 def cmd_demo(args: argparse.Namespace) -> int:
     from . import fit
     from .datasets import POWER_PLANT_FEATURES, load_power_plant, split_parties
-    from .release.noisy_stats import SeededReleaseWarning
+    from .privacy.noisy_stats import SeededReleaseWarning
     from .report import plot_coefficients
 
     t0 = time.perf_counter()
@@ -168,7 +168,7 @@ def cmd_release(args: argparse.Namespace) -> int:
 def _open_ledger(args: argparse.Namespace) -> PrivacyLedger | None:
     if not args.ledger:
         return None
-    from .release.ledger import PrivacyLedger
+    from .privacy.ledger import PrivacyLedger
 
     return PrivacyLedger(args.ledger, args.budget_epsilon, args.budget_delta, source=str(args.data))
 
@@ -178,7 +178,7 @@ def _y_column(text: str) -> int | str:
 
 
 def cmd_bounds(args: argparse.Namespace) -> int:
-    from .release.bounds import propose_bounds
+    from .privacy.bounds import propose_bounds
 
     ledger = _open_ledger(args)
     pb = propose_bounds(
@@ -206,7 +206,7 @@ def cmd_bounds(args: argparse.Namespace) -> int:
 
 
 def cmd_budget(args: argparse.Namespace) -> int:
-    from .release.ledger import PrivacyLedger
+    from .privacy.ledger import PrivacyLedger
 
     if not Path(args.ledger).exists():
         raise FileNotFoundError(f"{args.ledger}: no such ledger")
@@ -368,7 +368,7 @@ def _check_same_releases(idata, stats) -> None:
 
 
 def cmd_sigma(args: argparse.Namespace) -> int:
-    from .release.privacy import (
+    from .privacy.gaussian import (
         analytic_gaussian_sigma,
         as_published_gaussian_sigma,
         calibrate,

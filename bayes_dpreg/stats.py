@@ -1,6 +1,6 @@
 """Stage 2, the statistics the analyst fits: the parties' releases stacked on a party axis.
 
-:func:`stack_stats` validates the parties' :class:`~bayes_dpreg.release.noisy_stats.NoisyStats`
+:func:`stack_stats` validates the parties' :class:`~bayes_dpreg.privacy.noisy_stats.NoisyStats`
 once (a common dimension, one intercept convention, one set of feature names) and returns a
 :class:`StackedStats` that carries everything later stages need: the arrays of eq. 10
 (``S~_j``, ``z~_j``, ``n_j``, noise sds, bounds, privacy parameters) and the releases' public
@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .release.noisy_stats import NoisyStats
+from .privacy.noisy_stats import NoisyStats
 
 __all__ = ["StackedStats", "stack_stats", "as_stats_list", "party_names"]
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import platform
 import sys
 import warnings
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 import numpy as np
 
 import bayes_dpreg as bd
+from lab.machine import describe
 
 KW: dict[str, Any] = dict(num_samples=200, num_warmup=200, num_chains=2, seed=3)
 
@@ -60,9 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.simplefilter("ignore")
     res = fits()
     if args.out:
-        import jax
-
-        doc = {"machine": f"{platform.machine()}, {platform.system()}, jax {jax.__version__}", "hashes": res}
+        doc = {"machine": describe("jax"), "hashes": res}
         with open(args.out, "w") as f:
             json.dump(doc, f, indent=1, sort_keys=True)
             f.write("\n")

@@ -1,4 +1,4 @@
-"""Where one MCMC-normalX iteration spends its time: each part of ``kernels.normalx_step`` timed
+"""Where one MCMC-normalX iteration spends its time: each part of ``samplers.normalx.normalx_step`` timed
 alone, vectorised over chains as the chain driver runs it, on the paper's simulation (the data of
 ``benchmarks/speed.py``), with the compiled step's XLA cost analysis and its LAPACK calls.
 

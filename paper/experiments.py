@@ -47,9 +47,9 @@ from bayes_dpreg.model.closed_form import adassp_estimate, adassp_ridge, fast_po
 from bayes_dpreg.model.densities import model_data
 from bayes_dpreg.model.prior import Prior, prior_scales
 from bayes_dpreg.posterior.diagnostics import median_bandwidth, mmd2_unbiased
-from bayes_dpreg.release.mechanisms import release, release_adassp, release_bs
-from bayes_dpreg.release.noisy_stats import NoisyStats
-from bayes_dpreg.release.privacy import ClippingWarning, NotPrivateWarning
+from bayes_dpreg.privacy.gaussian import ClippingWarning, NotPrivateWarning
+from bayes_dpreg.privacy.mechanisms import release, release_adassp, release_bs
+from bayes_dpreg.privacy.noisy_stats import NoisyStats
 from bayes_dpreg.samplers import SAMPLERS
 from bayes_dpreg.samplers import get as get_sampler
 from bayes_dpreg.samplers.base import run_batched, stack_trees

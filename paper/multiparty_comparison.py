@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 import bayes_dpreg as bd
-from bayes_dpreg.release.privacy import ClippingWarning
+from bayes_dpreg.privacy.gaussian import ClippingWarning
 from bayes_dpreg.systems import synthetic as SL
 from bayes_dpreg.systems import vertical as V
 from lab.machine import cpu_model

@@ -15,7 +15,7 @@
 2. **Reliability** of the private quantile (OpenDP's exponential mechanism over the
    default candidate grid): how often the proposal lands above 1.5x the maximum norm,
    against ``(1 - q) n eps_q``, 40 draws each; the basis of
-   :func:`bayes_dpreg.release.bounds.auto_quantile`.
+   :func:`bayes_dpreg.privacy.bounds.auto_quantile`.
 
 Every release here is seeded (reproducible study; not private) except the proposals,
 which use OpenDP's secure sampler and so vary between runs.
@@ -45,7 +45,7 @@ def _ols(X: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def tradeoff(name: str, data_dir: str, reps: int) -> list[dict]:
     import bayes_dpreg as bd
-    from bayes_dpreg.release.privacy import clip
+    from bayes_dpreg.privacy.gaussian import clip
 
     ds = bd.load_dataset(Path(data_dir) / DATA[name], name=name)
     X, y = ds.X_train, ds.y_train
@@ -101,7 +101,7 @@ def tradeoff(name: str, data_dir: str, reps: int) -> list[dict]:
 
 
 def reliability() -> list[dict]:
-    from bayes_dpreg.release.bounds import DEFAULT_RANGE, _private_quantile, bound_candidates
+    from bayes_dpreg.privacy.bounds import DEFAULT_RANGE, _private_quantile, bound_candidates
 
     rng = np.random.default_rng(2026)
     cands = bound_candidates(*DEFAULT_RANGE)

@@ -239,7 +239,7 @@ def _releases(
     X: np.ndarray, y: np.ndarray, J: int, eps: float, s_noise: Any, kinds: set[str], bounds: str = "max"
 ) -> dict[str, list]:
     import bayes_dpreg as bd
-    from bayes_dpreg.release.mechanisms import release_bs
+    from bayes_dpreg.privacy.mechanisms import release_bs
 
     parts = bd.split_parties(X, y, J)
     if bounds == "quantile":  # each party's own private bounds (OpenDP; not reproducible by a seed)
@@ -285,7 +285,7 @@ def run_chunk(
 ) -> list[dict[str, Any]]:
     """Fit every method on replications ``reps`` of ``cell`` (in a worker process)."""
     import bayes_dpreg as bd
-    from bayes_dpreg.release.privacy import ClippingWarning
+    from bayes_dpreg.privacy.gaussian import ClippingWarning
 
     rows = []
     for rep in reps:

@@ -1,4 +1,4 @@
-"""The release-only heterogeneity check (``diagnostics.party_heterogeneity``) on the coverage cells.
+"""The release-only heterogeneity check (``posterior.diagnostics.party_heterogeneity``) on the coverage cells.
 
     python -m studies.heterogeneity [--reps 6] [--out docs/results/coverage]
 

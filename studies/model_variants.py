@@ -438,7 +438,7 @@ def prepare(variant: str | None, cell: dict, rep: int, data_dir: str, stats: lis
     if variant != "yy":
         return
     import bayes_dpreg as bd
-    from bayes_dpreg.release.privacy import analytic_gaussian_sigma
+    from bayes_dpreg.privacy.gaussian import analytic_gaussian_sigma
 
     (X, y, _), _, _ = cov.replicate(cell, rep, SEED, data_dir)
     parts = bd.split_parties(X, y, cell["J"])

@@ -88,7 +88,7 @@ STAGES = {
     "_version": 0,
     "_compat": 0,
     "datasets": 1,
-    "release": 2,
+    "privacy": 2,
     "stats": 3,
     "model": 4,
     "samplers": 5,
@@ -119,10 +119,10 @@ def test_every_module_belongs_to_a_stage():
 
 
 def test_the_stage_walker_finds_a_back_arrow():
-    assert _back_arrows({"bayes_dpreg.release.x": {"bayes_dpreg.posterior.y"}}) == [
-        "bayes_dpreg.release.x -> bayes_dpreg.posterior.y"
+    assert _back_arrows({"bayes_dpreg.privacy.x": {"bayes_dpreg.posterior.y"}}) == [
+        "bayes_dpreg.privacy.x -> bayes_dpreg.posterior.y"
     ]
-    assert _back_arrows({"bayes_dpreg.posterior.y": {"bayes_dpreg.release.x"}}) == []
+    assert _back_arrows({"bayes_dpreg.posterior.y": {"bayes_dpreg.privacy.x"}}) == []
 
 
 def test_data_flows_one_way_through_the_stages():

@@ -10,9 +10,9 @@ import pytest
 import bayes_dpreg as bd
 from bayes_dpreg.model.closed_form import nig_posterior
 from bayes_dpreg.model.wishart_moments import ss_vector
-from bayes_dpreg.release.noisy_stats import load_stats
-from bayes_dpreg.release.mechanisms import release_bs
-from bayes_dpreg.release.privacy import NotPrivateWarning, analytic_gaussian_sigma, bs_sensitivity, calibrate_bs
+from bayes_dpreg.privacy.noisy_stats import load_stats
+from bayes_dpreg.privacy.mechanisms import release_bs
+from bayes_dpreg.privacy.gaussian import NotPrivateWarning, analytic_gaussian_sigma, bs_sensitivity, calibrate_bs
 from bayes_dpreg.samplers.bs import ss_conditional, unpack_ss
 
 

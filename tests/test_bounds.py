@@ -1,4 +1,4 @@
-"""The DP bound proposal (bayes_dpreg.release.bounds): on the grid, near the quantile, in the ledger, bad input refused."""
+"""The DP bound proposal (bayes_dpreg.privacy.bounds): on the grid, near the quantile, in the ledger, bad input refused."""
 
 import math
 
@@ -8,8 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import bayes_dpreg as bd
-from bayes_dpreg.release.bounds import _private_quantile, auto_quantile, bound_candidates
-from bayes_dpreg.release.ledger import BudgetExceededError, PrivacyLedger, _composed_epsilon
+from bayes_dpreg.privacy.bounds import _private_quantile, auto_quantile, bound_candidates
+from bayes_dpreg.privacy.ledger import BudgetExceededError, PrivacyLedger, _composed_epsilon
 
 
 def _data(n=20_000, d=4, seed=0):
@@ -87,7 +87,7 @@ def test_ledger_records_the_spend_and_refuses_before_reading(tmp_path):
 
 
 def test_pure_dp_entries_compose_with_gaussian_ones(tmp_path):
-    from bayes_dpreg.release.ledger import LedgerEntry
+    from bayes_dpreg.privacy.ledger import LedgerEntry
 
     g = LedgerEntry("", "", "", "ssp", "discrete", 1.0, 1e-5, (4.0,), (1.0,))
     p = LedgerEntry("", "", "", "bounds", "exponential", 0.2, 0.0, (), ())

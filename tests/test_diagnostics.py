@@ -10,7 +10,7 @@ import pytest
 import bayes_dpreg as bd
 from bayes_dpreg.model.closed_form import nig_posterior
 from bayes_dpreg.posterior.diagnostics import calibration, median_bandwidth, mmd2_unbiased
-from bayes_dpreg.release.privacy import as_published_gaussian_sigma, gaussian_delta
+from bayes_dpreg.privacy.gaussian import as_published_gaussian_sigma, gaussian_delta
 
 
 def _gauss_mmd2(delta_mu, s, h, d):
@@ -71,7 +71,7 @@ def test_as_published_sigma_reproduces_the_authors_values():
 
 
 def test_as_published_release_is_flagged_and_round_trips(tmp_path):
-    from bayes_dpreg.release.privacy import NotPrivateWarning, calibrate, ssp_sensitivity
+    from bayes_dpreg.privacy.gaussian import NotPrivateWarning, calibrate, ssp_sensitivity
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(500, 2)) * 0.2

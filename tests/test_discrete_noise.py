@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import bayes_dpreg as bd
-from bayes_dpreg.release.privacy import (
+from bayes_dpreg.privacy.gaussian import (
     GRID_BITS,
     analytic_gaussian_sigma,
     discrete_bs,

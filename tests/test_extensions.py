@@ -9,8 +9,8 @@ import pytest
 
 import bayes_dpreg as bd
 from bayes_dpreg.model.densities import intercept_design
-from bayes_dpreg.release.mechanisms import average_rows
-from bayes_dpreg.release.privacy import calibrate
+from bayes_dpreg.privacy.mechanisms import average_rows
+from bayes_dpreg.privacy.gaussian import calibrate
 
 
 def test_intercept_design_is_the_gram_matrix_of_one_and_x():

@@ -11,10 +11,10 @@ from scipy.optimize import brentq
 
 import bayes_dpreg as bd
 from bayes_dpreg.cli import main
-from bayes_dpreg.release.ledger import BudgetExceededError, PrivacyLedger
-from bayes_dpreg.release.privacy import gaussian_delta
+from bayes_dpreg.privacy.ledger import BudgetExceededError, PrivacyLedger
+from bayes_dpreg.privacy.gaussian import gaussian_delta
 
-rel = importlib.import_module("bayes_dpreg.release.mechanisms")  # the module (bayes_dpreg.release is the function)
+rel = importlib.import_module("bayes_dpreg.privacy.mechanisms")  # the module (bayes_dpreg.release is the function)
 
 KW = dict(epsilon=1.0, delta=1e-5, x_bound=2.0, y_bound=1.0)
 

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm, spearmanr
 
-from bayes_dpreg.release.privacy import ClippingWarning
+from bayes_dpreg.privacy.gaussian import ClippingWarning
 from bayes_dpreg.systems import vertical as V
 
 ALPHA = 1e-4  # family-wise false-alarm rate of every Monte Carlo check
@@ -348,7 +348,7 @@ def test_real_data_preprocessing(shared_data):
 
 def test_unseeded_release_is_discrete_on_a_grid_with_the_declared_sd():
     """noise_seed=None: OpenDP's discrete Gaussian, every released value a multiple of 2^g."""
-    from bayes_dpreg.release.privacy import discrete_grid
+    from bayes_dpreg.privacy.gaussian import discrete_grid
 
     rng = np.random.default_rng(0)
     parties = [np.zeros((4000, 3)), np.zeros((4000, 2))]

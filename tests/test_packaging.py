@@ -69,7 +69,7 @@ def test_the_wheel_ships_the_library_and_no_paper_or_study_code():
     installed = {m.name.rsplit(".", 1)[-1] for m in pkgutil.walk_packages(bayes_dpreg.__path__, "bayes_dpreg.")}
     paper = {p.stem for p in (ROOT / "paper").glob("*.py")}
     assert {"experiments", "reproduce"} <= paper
-    assert "release" in installed and not installed & paper, installed & paper
+    assert "mechanisms" in installed and not installed & paper, installed & paper
 
 
 def test_the_scripts_are_packages_that_import_without_path_edits():

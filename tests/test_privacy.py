@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bayes_dpreg.release.privacy import (
+from bayes_dpreg.privacy.gaussian import (
     analytic_gaussian_sigma,
     calibrate,
     classical_gaussian_sigma,

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import bayes_dpreg as bd
-from bayes_dpreg.release.noisy_stats import NoisyStats, StatsFileError, load_stats
-from bayes_dpreg.release.mechanisms import release, release_adassp
-from bayes_dpreg.release.privacy import ClippingWarning, calibrate
+from bayes_dpreg.privacy.noisy_stats import NoisyStats, StatsFileError, load_stats
+from bayes_dpreg.privacy.mechanisms import release, release_adassp
+from bayes_dpreg.privacy.gaussian import ClippingWarning, calibrate
 
 
 def _data(n=50, d=3, seed=0, scale=0.3):
@@ -63,7 +63,7 @@ def test_data_outside_bounds_is_clipped_before_release():
     y = y * 5
     with pytest.warns(ClippingWarning, match="rows had"):
         s = release(X, y, seed=5, **KW)
-    from bayes_dpreg.release.privacy import clip
+    from bayes_dpreg.privacy.gaussian import clip
 
     Xc, yc, _ = clip(X, y, KW["x_bound"], KW["y_bound"])
     import warnings
@@ -93,7 +93,7 @@ def test_save_load_round_trip_exact(tmp_path, fn):
 
 
 def _rewrite(path, mutate, fix_checksum=True):
-    from bayes_dpreg.release.noisy_stats import _digest
+    from bayes_dpreg.privacy.noisy_stats import _digest
 
     doc = json.loads(path.read_text())
     mutate(doc)

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 import bayes_dpreg as bd
-from bayes_dpreg.release import privacy
-from bayes_dpreg.release.gram import Gram, _within, exponent, quantize
-from bayes_dpreg.release.ledger import BudgetExceededError, PrivacyLedger
-from bayes_dpreg.release.noisy_stats import FloatNoiseWarning, StatsFileError
+from bayes_dpreg.privacy import gaussian as privacy
+from bayes_dpreg.privacy.gram import Gram, _within, exponent, quantize
+from bayes_dpreg.privacy.ledger import BudgetExceededError, PrivacyLedger
+from bayes_dpreg.privacy.noisy_stats import FloatNoiseWarning, StatsFileError
 
 KW = dict(epsilon=1.0, delta=1e-5, x_bound=3.0, y_bound=1.0)
 
@@ -73,7 +73,7 @@ def test_a_file_that_claims_privacy_its_noise_lacks_is_refused(tmp_path):
     path = s.save(tmp_path / "a.json")
     doc = json.loads(path.read_text())
     doc["payload"]["private"] = True
-    from bayes_dpreg.release.noisy_stats import _digest
+    from bayes_dpreg.privacy.noisy_stats import _digest
 
     doc["sha256"] = _digest(doc["payload"])
     path.write_text(json.dumps(doc))

@@ -12,8 +12,8 @@ import pytest
 
 import bayes_dpreg as bd
 from bayes_dpreg.cli import main
-from bayes_dpreg.release.noisy_stats import MAX_ROWS, SeededReleaseWarning, StatsFileError, load_stats
-from bayes_dpreg.release.privacy import NotPrivateWarning, clip
+from bayes_dpreg.privacy.noisy_stats import MAX_ROWS, SeededReleaseWarning, StatsFileError, load_stats
+from bayes_dpreg.privacy.gaussian import NotPrivateWarning, clip
 
 
 def _data(seed=0, n=200, d=2):
@@ -115,7 +115,7 @@ def test_load_refuses_fifos_devices_and_oversized_files(tmp_path):
 
 
 def _rewrite(path, **changes):
-    from bayes_dpreg.release.noisy_stats import _digest
+    from bayes_dpreg.privacy.noisy_stats import _digest
 
     doc = json.loads(path.read_text())
     doc["payload"].update(changes)
@@ -139,7 +139,7 @@ def test_load_rejects_mistyped_fields_with_a_valid_checksum(tmp_path, change, me
 
 
 def test_version_1_files_are_read_with_an_id_from_their_checksum(tmp_path):
-    from bayes_dpreg.release.noisy_stats import _digest
+    from bayes_dpreg.privacy.noisy_stats import _digest
 
     path = _release(name="old", seed=1).save(tmp_path / "old.json")  # v1 files hold floating-point noise
     doc = json.loads(path.read_text())

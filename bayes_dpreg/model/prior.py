@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..release.noisy_stats import NoisyStats
+from ..privacy.noisy_stats import NoisyStats
 from ..stats import StackedStats, stack_stats
 
 __all__ = [

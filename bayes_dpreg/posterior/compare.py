@@ -49,7 +49,7 @@ import numpyro.distributions as dist
 from ..model.closed_form import collapsed_log_lik, party_terms
 from ..model.densities import S_tilde_dist, log_marginal_S, upper
 from ..model.linalg import from_log_cholesky, log_cholesky, log_cholesky_log_jacobian, spd_inverse
-from ..release.noisy_stats import NoisyStats
+from ..privacy.noisy_stats import NoisyStats
 from ..runtime.entry import public
 
 __all__ = ["log_evidence", "normalx_evidence", "compare", "inclusion", "MAX_ENUMERATE_D"]
@@ -154,7 +154,7 @@ def _setup(
     """``(resolved prior, fixed-S model data, coefficient names, party names, S, z~)``."""
     from ..model.densities import fixeds_data, model_data
     from ..model.prior import prior_scales
-    from ..release.noisy_stats import check_distinct
+    from ..privacy.noisy_stats import check_distinct
     from ..stats import as_stats_list, stack_stats
     from .inference import _coef_names, resolve_prior
 

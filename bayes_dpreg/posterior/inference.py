@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # arviz loads in about 0.7 s: only when a fit is made
     import arviz as az
 
 from ..model.prior import ModelSpec, Prior, describe_prior, load_model, prior_scales
-from ..release.noisy_stats import NoisyStats, check_distinct, warn_if_not_private
+from ..privacy.noisy_stats import NoisyStats, check_distinct, warn_if_not_private
 from ..runtime.cache import enable_compilation_cache
 from ..runtime.entry import public
 from ..samplers import SAMPLERS, Sampler, default_method
@@ -139,7 +139,7 @@ def fit(
     -----
     :class:`ConvergenceWarning` when an MCMC fit has not converged; :class:`NoiseWarning`
     when ``fast`` or ``fixeds`` is used where the release noise matters;
-    :class:`~bayes_dpreg.release.privacy.NotPrivateWarning` for statistics released with the
+    :class:`~bayes_dpreg.privacy.gaussian.NotPrivateWarning` for statistics released with the
     authors' "as published" noise and :class:`~bayes_dpreg.release.SeededReleaseWarning`
     for statistics whose noise came from a caller's seed.
 

@@ -212,7 +212,7 @@ KERNEL = ChainKernel(bs_init, bs_step, draws, info)
 
 
 def data(st: StackedStats) -> BSData:
-    """The kernel's data from :func:`~bayes_dpreg.release.release_bs` statistics (which carry ``u``)."""
+    """The kernel's data from :func:`~bayes_dpreg.release_bs` statistics (which carry ``u``)."""
     if st.u is None:
         raise ValueError("method 'bs' needs statistics released with bayes_dpreg.release_bs (the noisy y^T y)")
     return bs_data(*(jnp.asarray(a) for a in (st.S, st.z, st.u, st.n, st.sigma_S)))

@@ -63,7 +63,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from ..release.privacy import ClippingWarning
+from ..privacy.gaussian import ClippingWarning
 
 __all__ = [
     "Bins",

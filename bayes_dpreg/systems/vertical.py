@@ -44,14 +44,14 @@ per-entry noise, i.e. it is DP for the whole row only at a larger ``eps`` (by th
 classical bound, where it applies, ``eps sqrt((d+1)/d_max)``).
 
 Out-of-bound data: each party clips its entries to ``[-1, 1]`` (``bound_policy="clip"``,
-default; a :class:`~bayes_dpreg.release.privacy.ClippingWarning` is emitted and the count is
+default; a :class:`~bayes_dpreg.privacy.gaussian.ClippingWarning` is emitted and the count is
 recorded in :attr:`VerticalRelease.n_clipped`) or refuses them (``"raise"``).
 
 Seeds and noise: ``mixing_seed`` is the randomness shared by all parties (public to them)
 and must be given. ``noise_seed=None`` (a real release) draws exact discrete Gaussian
 noise with OpenDP from the operating system's CSPRNG, as the package's own release does
 (``docs/privacy.md``): every entry is rounded to a grid ``2^g`` (``g`` from
-:func:`~bayes_dpreg.release.privacy.discrete_grid`, about ``2^-20`` of the noise sd) and the
+:func:`~bayes_dpreg.privacy.gaussian.discrete_grid`, about ``2^-20`` of the noise sd) and the
 rounding is charged to the sensitivity, ``2 sqrt(d_max) + 2^g sqrt(m)`` for a block of
 ``m`` entries, so the sd grows by a relative ``2^g sqrt(m) / (2 sqrt(d_max))`` (below 1e-3
 for blocks up to 1e5 x 10) and the released floats carry no low-order-bit trace of the
@@ -74,8 +74,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from bayes_dpreg.release.noisy_stats import SeededReleaseWarning
-from bayes_dpreg.release.privacy import (
+from bayes_dpreg.privacy.gaussian import (
     ClippingWarning,
     analytic_gaussian_sigma,
     check_privacy_parameters,
@@ -83,6 +82,7 @@ from bayes_dpreg.release.privacy import (
     discrete_gaussian,
     discrete_grid,
 )
+from bayes_dpreg.privacy.noisy_stats import SeededReleaseWarning
 
 __all__ = [
     "CalibrationName",

@@ -2,7 +2,7 @@
 
 A data holder calls :func:`release` (or :func:`release_adassp`, :func:`release_bs` for the
 comparators) on its own ``(X_j, y_j)`` and publishes the returned
-:class:`~bayes_dpreg.release.noisy_stats.NoisyStats` (``NoisyStats.save``).
+:class:`~bayes_dpreg.privacy.noisy_stats.NoisyStats` (``NoisyStats.save``).
 """
 
 from __future__ import annotations
@@ -16,10 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import numpy as np
 
 from ..runtime.entry import public
-from .gram import Gram
-from .ledger import reserve
-from .noisy_stats import NoisyStats, warn_if_not_private
-from .privacy import (
+from .gaussian import (
     Calibration,
     CalibrationKind,
     NoiseKind,
@@ -34,6 +31,9 @@ from .privacy import (
     ssp_sensitivity,
     warn_if_clipped,
 )
+from .gram import Gram
+from .ledger import reserve
+from .noisy_stats import NoisyStats, warn_if_not_private
 from .sources import validate_data
 
 if TYPE_CHECKING:
@@ -142,7 +142,7 @@ def _rows_to_release(X: Any, y: Any, intercept: bool, average: int) -> tuple[np.
 class _Exact(NamedTuple):
     """The exact (clipped) statistics of one party, before any noise: never released as such."""
 
-    gram: Gram  # S, z, y^T y, exactly (bayes_dpreg.release.gram)
+    gram: Gram  # S, z, y^T y, exactly (bayes_dpreg.privacy.gram)
     x_bound: float  # the released rows' norm bound (grown by the intercept column)
     meta: dict[str, Any]
     features: tuple[str, ...] | None = None  # the feature columns' names
@@ -179,7 +179,7 @@ def _exact_release_stats(
 ) -> _Exact:
     """The exact Gram (``S``, ``z``, ``y^T y``) of the clipped (averaged, intercept-augmented)
     rows, the released rows' norm bound and the metadata; in memory for arrays, batch by batch
-    for tables (both through :func:`~bayes_dpreg.release.sources.clipped_sums`)."""
+    for tables (both through :func:`~bayes_dpreg.privacy.sources.clipped_sums`)."""
     from .sources import accumulate, clipped_sums, feature_names, is_table_source
 
     if not is_table_source(X):
@@ -237,11 +237,11 @@ def release(
     """Release ``(S~, z~)`` of one party under (epsilon, delta)-DP (replacement neighbours).
 
     Rows with ``||x|| > x_bound`` are scaled onto the ball and ``y`` is clipped
-    to ``[-y_bound, y_bound]`` first; a :class:`~bayes_dpreg.release.privacy.ClippingWarning`
+    to ``[-y_bound, y_bound]`` first; a :class:`~bayes_dpreg.privacy.gaussian.ClippingWarning`
     tells the caller how many (this count is *not* released). The noise sds
-    come from :func:`~bayes_dpreg.release.privacy.calibrate`; ``calibration="as_published"``
+    come from :func:`~bayes_dpreg.privacy.gaussian.calibrate`; ``calibration="as_published"``
     (the authors' under-calibrated noise, for reproductions only) is not private and
-    warns with :class:`~bayes_dpreg.release.privacy.NotPrivateWarning`. Without ``seed`` the
+    warns with :class:`~bayes_dpreg.privacy.gaussian.NotPrivateWarning`. Without ``seed`` the
     noise generator is seeded from the operating system's entropy; a ``seed`` is for
     studies: the release then records ``reproducible_seed=True`` and warns
     (:class:`SeededReleaseWarning`), and ``fit`` warns again. Every release gets a random
@@ -250,20 +250,20 @@ def release(
     ``noise="auto"`` (default) is ``"discrete"`` unless a ``seed`` is given or the
     calibration is ``"as_published"``: ``[upper(S), z]`` is rounded to a grid ``2^k`` (about
     ``2^-20`` of the noise sd) and gets exact discrete Gaussian noise from OpenDP's CSPRNG
-    (:func:`~bayes_dpreg.release.privacy.discrete_gaussian`), with the rounding added to the
+    (:func:`~bayes_dpreg.privacy.gaussian.discrete_gaussian`), with the rounding added to the
     sensitivity, so that the released floats carry no low-order-bit trace of the data
     (Mironov 2012). ``"float"`` is NumPy's floating-point Gaussian (seedable, for studies):
     its low-order bits can leak, so it is not private.
 
-    ``X`` may also be a table streamed in batches (:mod:`bayes_dpreg.release.sources`): a CSV or
+    ``X`` may also be a table streamed in batches (:mod:`bayes_dpreg.privacy.sources`): a CSV or
     Parquet path, a pyarrow Table/Dataset/RecordBatchReader with ``y`` the response
     column's name (or index; ``None``: the last) and ``columns`` the features (default: all
     others), or an iterable of ``(X, y)`` batches (``y=None``); memory stays flat in ``n``
     and ``progress=True`` shows a tqdm bar.
 
-    ``ledger`` (a :class:`~bayes_dpreg.release.ledger.PrivacyLedger` or the path of an existing one)
+    ``ledger`` (a :class:`~bayes_dpreg.privacy.ledger.PrivacyLedger` or the path of an existing one)
     records the release; one that would exceed the ledger's budget raises
-    :class:`~bayes_dpreg.release.ledger.BudgetExceededError` before any noise is drawn.
+    :class:`~bayes_dpreg.privacy.ledger.BudgetExceededError` before any noise is drawn.
 
     ``intercept=True`` (App. B.2) releases the statistics of ``[1, x_i]``: the features are
     clipped to ``x_bound`` and the released rows have norm at most ``sqrt(1 + x_bound^2)``,
@@ -446,7 +446,7 @@ def release_bs(
 ) -> NoisyStats:
     """The MCMC-B&S release of one party (App. C.1, eq. 13; Bernstein & Sheldon 2019):
     ``S~ = S + sigma M``, ``z~ = z + sigma v``, ``u~ = y^T y + sigma w`` with one noise sd
-    ``sigma = sigma(eps, delta) Delta_ss`` (:func:`~bayes_dpreg.release.privacy.calibrate_bs`).
+    ``sigma = sigma(eps, delta) Delta_ss`` (:func:`~bayes_dpreg.privacy.gaussian.calibrate_bs`).
     Clipping, seeding, ``noise`` and the ``"as_published"`` warning as in :func:`release`. Its ``S~, z~``
     are a valid input to every other method too (with more noise than :func:`release`'s)."""
     check_privacy_parameters(epsilon, delta)

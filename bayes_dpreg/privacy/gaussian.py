@@ -306,7 +306,7 @@ def calibrate(
 ) -> Calibration:
     """Noise sds for ``S~ = S + sigma_S M``, ``z~ = z + sigma_z v`` (paper eq. 8).
 
-    ``noise="discrete"`` (what :func:`~bayes_dpreg.release.release` uses unless seeded):
+    ``noise="discrete"`` (what :func:`~bayes_dpreg.release` uses unless seeded):
     the values are rounded to a grid ``2^k`` and get discrete Gaussian noise
     (:func:`discrete_gaussian`); the sensitivities grow by the rounding,
     ``2^k sqrt(m)`` for ``m`` released values, and ``k`` (:func:`discrete_grid`) depends

@@ -5,7 +5,7 @@ The ledger is a small JSON file (by default next to the data). Each entry holds 
 mechanism, the declared ``(epsilon, delta)``, the noise sds, the L2 sensitivities they
 were calibrated to (grown by the grid rounding for discrete noise) and the time. Every
 statistics release is one or more Gaussian mechanisms (noise multipliers
-``sigma / Delta``); a bound proposal (:mod:`bayes_dpreg.release.bounds`) is pure
+``sigma / Delta``); a bound proposal (:mod:`bayes_dpreg.privacy.bounds`) is pure
 ``epsilon``-DP. The total privacy loss is their composition by privacy-loss
 distributions with Google's ``dp_accounting`` (tight for the Gaussians; Koskela et al.
 2020, Doroshenko et al. 2022), at the budget's ``delta``. A release is allowed when
@@ -63,7 +63,7 @@ class LedgerEntry:
 def _composed_epsilon(entries: Sequence[LedgerEntry], delta: float) -> float:
     """Epsilon at ``delta`` of all entries composed, by privacy-loss distributions: each Gaussian
     component by its own PLD, and an entry with no Gaussian component (the pure-DP bound
-    proposal, :mod:`bayes_dpreg.release.bounds`) by the PLD of a generic ``(epsilon, delta)``-DP
+    proposal, :mod:`bayes_dpreg.privacy.bounds`) by the PLD of a generic ``(epsilon, delta)``-DP
     mechanism, which dominates every mechanism with that guarantee."""
     from dp_accounting.pld import common
     from dp_accounting.pld import privacy_loss_distribution as pldlib

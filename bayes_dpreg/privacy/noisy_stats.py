@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ..runtime.entry import public
-from .privacy import (
+from .gaussian import (
     Calibration,
     NotPrivateWarning,
     adassp_lambda_sigma,

@@ -13,7 +13,7 @@ cryptographically secure sampler. The candidates are a geometric grid (ratio
 ``2^(1/8)``, 9% steps) over a declared public range, so the proposal depends on the data
 only through the mechanism. The two queries are recorded in the ledger as one entry
 (``delta = 0``) and composed with the Gaussian releases there
-(:mod:`bayes_dpreg.release.ledger`).
+(:mod:`bayes_dpreg.privacy.ledger`).
 
 Which quantile: with ``q`` the proposal clips about ``1 - q`` of the rows (a bias in
 ``S`` and ``z`` of that order in the tails) and cuts the noise sd by about
@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from ..runtime.entry import public
+from .gaussian import row_norms
 from .ledger import reserve
-from .privacy import row_norms
 
 __all__ = ["ProposedBounds", "propose_bounds", "bound_candidates", "auto_quantile"]
 
@@ -145,16 +145,16 @@ def propose_bounds(
 ) -> ProposedBounds:
     """Propose ``x_bound`` and ``y_bound`` by two ``epsilon / 2``-DP quantiles of the row norms and ``|y|``.
 
-    ``X, y``: arrays as for :func:`~bayes_dpreg.release.release`, or a table source (a CSV
+    ``X, y``: arrays as for :func:`~bayes_dpreg.release`, or a table source (a CSV
     or Parquet path, a pyarrow table or dataset, an iterable of ``(X, y)`` batches) with
     ``y`` the response column (default: the last) and ``columns`` the features; the row
     norms are held in memory (8 bytes a row). ``quantile``: the share of rows the bound
     should keep unclipped; by default ``min(0.99, 1 - 80 / (n epsilon / 2))`` (:func:`auto_quantile`).
     ``x_range``, ``y_range``: public ranges for the candidates
     (:func:`bound_candidates`); a quantile outside its range comes back as the range's end.
-    ``ledger`` (a :class:`~bayes_dpreg.release.ledger.PrivacyLedger` or the path of one) records the
+    ``ledger`` (a :class:`~bayes_dpreg.privacy.ledger.PrivacyLedger` or the path of one) records the
     spend, or refuses it before the data are touched
-    (:class:`~bayes_dpreg.release.ledger.BudgetExceededError`)."""
+    (:class:`~bayes_dpreg.privacy.ledger.BudgetExceededError`)."""
     if isinstance(epsilon, bool) or not (
         isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and 1e-3 <= epsilon <= 10
     ):

@@ -11,7 +11,7 @@ once, on the caller's side). ``y`` names the response column (an index for a
 headerless CSV, default the last); the features are ``columns`` or all others, in order.
 Every batch is checked (numeric, no nulls, finite) with an error naming the column, and
 clipped row by row to the declared bounds before it enters the sums, which are exact
-(:mod:`bayes_dpreg.release.gram`). Files are read with bounded read-ahead (a Parquet file one row group
+(:mod:`bayes_dpreg.privacy.gram`). Files are read with bounded read-ahead (a Parquet file one row group
 at a time, a CSV file in blocks of :data:`CSV_BLOCK` bytes), so that peak memory does not grow
 with ``n`` (``benchmarks/release_scaling.py``). Errors name the file and column, never a value
 or a row: the data are a party's private records.
@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from .gaussian import ClipReport, clip
 from .gram import Gram
-from .privacy import ClipReport, clip
 
 __all__ = [
     "batches",
@@ -129,7 +129,7 @@ def _partition_sums(
 def clipped_sums(
     X: np.ndarray, y: np.ndarray, x_bound: float, y_bound: float, intercept: bool
 ) -> tuple[Gram, ClipReport]:
-    """The exact Gram (``S``, ``z``, ``y^T y``, :mod:`bayes_dpreg.release.gram`) of validated rows clipped
+    """The exact Gram (``S``, ``z``, ``y^T y``, :mod:`bayes_dpreg.privacy.gram`) of validated rows clipped
     to the bounds, with a leading column of ones when ``intercept`` (App. B.2)."""
     Xc, yc, rep = clip(X, y, x_bound, y_bound)
     return Gram.of_rows(Xc, yc, x_bound, y_bound, intercept), rep
