@@ -140,7 +140,7 @@ def fit(
     :class:`ConvergenceWarning` when an MCMC fit has not converged; :class:`NoiseWarning`
     when ``fast`` or ``fixeds`` is used where the release noise matters;
     :class:`~bayes_dpreg.privacy.gaussian.NotPrivateWarning` for statistics released with the
-    authors' "as published" noise and :class:`~bayes_dpreg.release.SeededReleaseWarning`
+    authors' "as published" noise and :class:`~bayes_dpreg.privacy.SeededReleaseWarning`
     for statistics whose noise came from a caller's seed.
 
     Raises
