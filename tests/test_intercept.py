@@ -131,6 +131,7 @@ def test_recovers_the_exact_posterior_when_the_noise_vanishes():
     np.testing.assert_allclose(th.std(0), sd, rtol=0.08)
 
 
+@pytest.mark.slow  # 43 s; the exact-posterior and density tests above check this sampler in the default run
 def test_sbc():
     """Ranks of theta (intercept and slope), sigma2, Sigma_x and mu_x under the intercept model."""
     pr = Prior(m=0.0, C=1.0, a=3.0, b=2.0, Lambda=1.0, kappa=5.0, mu_x=0.5, mu_x_cov=1.0).resolve_intercept(1)
