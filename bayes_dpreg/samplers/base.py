@@ -42,6 +42,7 @@ from ..runtime.threads import lapack_guarded
 from ..stats import StackedStats
 
 __all__ = [
+    "state_draws",
     "MethodResult",
     "ChainKernel",
     "Sampler",
@@ -167,6 +168,12 @@ def chain_run(
         return MethodResult(samples, attrs, stats)
 
     return run
+
+
+def state_draws(state: Any, data: Any, pr: Any, key: Array) -> dict:
+    """``ChainKernel.draws`` of a kernel whose state holds its draw as ``state.z`` (MH and Gibbs kernels)."""
+    del data, pr, key
+    return state.z
 
 
 def positive_int(name: str, v: Any, minimum: int = 1) -> int:

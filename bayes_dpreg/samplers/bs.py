@@ -47,7 +47,7 @@ from ..model.linalg import nearest_psd_and_min_eig, pooled_covariance, symmetriz
 from ..model.prior import ResolvedPrior
 from ..model.wishart_moments import ss_moments, ss_vector
 from ..stats import StackedStats
-from .base import RUN_OPTIONS, ChainKernel, Sampler, chain_run
+from .base import RUN_OPTIONS, ChainKernel, Sampler, chain_run, state_draws
 from .mh import Settings, _PureKernel
 
 __all__ = [
@@ -199,16 +199,11 @@ class BS(_PureKernel):
 # -- the sampler ----------------------------------------------------------------------------
 
 
-def draws(state: BSState, data: BSData, pr: ResolvedPrior, key: jax.Array) -> dict:
-    del data, pr, key
-    return state.z
-
-
 def info(state: BSState) -> dict:
     return {"psd_projected": state.psd_projected, "b_floored": state.b_floored}
 
 
-KERNEL = ChainKernel(bs_init, bs_step, draws, info)
+KERNEL = ChainKernel(bs_init, bs_step, state_draws, info)
 
 
 def data(st: StackedStats) -> BSData:

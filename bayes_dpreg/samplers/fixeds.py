@@ -18,7 +18,7 @@ from jax import Array
 from ..model.densities import ModelData, fixeds_data, fixeds_model, log_joint, model_data
 from ..model.prior import ResolvedPrior
 from ..stats import StackedStats
-from .base import RUN_OPTIONS, ChainKernel, Sampler, chain_run
+from .base import RUN_OPTIONS, ChainKernel, Sampler, chain_run, state_draws
 from .mh import Settings, _given_fixed_S, _PureKernel, _robbins_monro, _update_theta_sigma2, kernel_settings
 
 __all__ = [
@@ -87,16 +87,11 @@ class FixedS(_PureKernel):
 # -- the sampler ----------------------------------------------------------------------------
 
 
-def draws(state: FixedSState, data: ModelData, pr: ResolvedPrior, key: jax.Array) -> dict:
-    del data, pr, key
-    return state.z
-
-
 def info(state: FixedSState) -> dict:
     return {"accept_prob_sigma2": state.info.accept_sigma2, "log_step": state.log_step}
 
 
-KERNEL = ChainKernel(fixeds_init, fixeds_step, draws, info)
+KERNEL = ChainKernel(fixeds_init, fixeds_step, state_draws, info)
 
 
 def data(st: StackedStats) -> ModelData:

@@ -205,5 +205,5 @@ SAMPLER = Sampler(
     kernel=KERNEL,
     data=model_data,
     settings=nn.settings,
-    options=("target_accept_prob", "max_tree_depth", "dense_mass", "thinning", "progress_bar", "extend"),
+    options=nn.NUTS_OPTIONS,
 )

@@ -81,7 +81,7 @@ from ..model.densities import (
 )
 from ..model.linalg import from_log_cholesky, log_cholesky, pooled_covariance, spd_inverse, symmetrize
 from ..model.prior import ResolvedPrior
-from .base import RUN_OPTIONS, ChainKernel, Sampler, chain_run
+from .base import RUN_OPTIONS, ChainKernel, Sampler, chain_run, state_draws
 from .mh import (
     Settings,
     _collapsed,
@@ -461,11 +461,6 @@ class NormalX(_PureKernel):
 # -- the sampler ----------------------------------------------------------------------------
 
 
-def draws(state: NormalXState, data: ModelData, pr: ResolvedPrior, key: jax.Array) -> dict:
-    del data, pr, key
-    return state.z
-
-
 def info(state: NormalXState) -> dict:
     i, a = state.info, state.adapt
     return {
@@ -479,7 +474,7 @@ def info(state: NormalXState) -> dict:
     }
 
 
-KERNEL = ChainKernel(normalx_init, normalx_step, draws, info)
+KERNEL = ChainKernel(normalx_init, normalx_step, state_draws, info)
 
 
 def settings(options: dict, d: int, num_warmup: int) -> tuple[Settings, dict]:

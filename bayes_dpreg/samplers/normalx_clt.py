@@ -78,7 +78,7 @@ from ..model.linalg import from_log_cholesky, log_cholesky, pooled_covariance, s
 from ..model.prior import ResolvedPrior
 from ..stats import StackedStats
 from .base import ChainKernel, MethodResult, Sampler
-from .normalx_nuts import NCState, NutsSettings, info, nuts_kernels, run_nuts, sigma_x_log_density
+from .normalx_nuts import NUTS_OPTIONS, NCState, NutsSettings, info, nuts_kernels, run_nuts, sigma_x_log_density
 from .normalx_nuts import settings as nuts_settings
 
 __all__ = [
@@ -367,5 +367,5 @@ SAMPLER = Sampler(
     data=model_data,
     settings=settings,
     integrates_S=True,
-    options=("target_accept_prob", "max_tree_depth", "dense_mass", "thinning", "progress_bar", "extend"),
+    options=NUTS_OPTIONS,
 )

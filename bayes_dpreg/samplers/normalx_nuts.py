@@ -62,7 +62,7 @@ from ..model.densities import ModelData, S_tilde_dist, model_data, prior_dist, u
 from ..model.linalg import from_log_cholesky, log_cholesky, nearest_psd, pooled_covariance, spd_inverse, symmetrize
 from ..model.prior import ResolvedPrior
 from ..stats import StackedStats
-from .base import ChainKernel, MethodResult, Sampler, positive_int, run_chains
+from .base import RUN_OPTIONS, ChainKernel, MethodResult, Sampler, positive_int, run_chains
 from .convergence import needs_more_draws
 
 __all__ = [
@@ -92,6 +92,9 @@ class NutsSettings(NamedTuple):
     target_accept_prob: float = 0.9
     max_tree_depth: int = 10
     dense_mass: str = "auto"  # "full", "level" (dense on v and log sigma2), "diagonal"; "auto": see _dense_mass
+
+
+NUTS_OPTIONS = NutsSettings._fields[1:] + RUN_OPTIONS + ("extend",)  # what fit passes to run_nuts
 
 
 class Reference(NamedTuple):
@@ -436,5 +439,5 @@ SAMPLER = Sampler(
     kernel=KERNEL,
     data=model_data,
     settings=settings,
-    options=("target_accept_prob", "max_tree_depth", "dense_mass", "thinning", "progress_bar", "extend"),
+    options=NUTS_OPTIONS,
 )
