@@ -45,7 +45,7 @@ def compiles():
     logger.setLevel(level)
 
 
-@pytest.mark.parametrize("method", ["fast", "fixeds", "normalx-nuts"])
+@pytest.mark.parametrize("method", ["fast", "fixeds", "normalx-nuts", "normalx-clt"])
 def test_second_fit_with_new_data_compiles_nothing(method, compiles):
     kw = dict(num_samples=61, num_warmup=59, num_chains=2)
     with warnings.catch_warnings():

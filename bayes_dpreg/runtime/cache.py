@@ -57,13 +57,27 @@ gives other, equally valid, draws.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 import os
-from collections.abc import Callable
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["enable_compilation_cache", "compilation_cache_dir", "fit_jit", "fit_compiler_options", "ENV", "FAST_ENV"]
+__all__ = [
+    "enable_compilation_cache",
+    "compilation_cache_dir",
+    "fit_jit",
+    "fit_compiler_options",
+    "compile_notice",
+    "ENV",
+    "FAST_ENV",
+    "NOTICE_AFTER_S",
+]
 
 ENV = "BAYES_DPREG_COMPILATION_CACHE"
 FAST_ENV = "BAYES_DPREG_FAST_COMPILE"
@@ -150,3 +164,68 @@ def fit_jit(fun: Callable, **kwargs: Any) -> Callable:
         return jitted()(*args, **kw)
 
     return call
+
+
+NOTICE_AFTER_S = 5.0  # a first run of new shapes that takes longer than this says what it is doing
+_log = logging.getLogger("bayes_dpreg.compile")
+_compiles: list[list[float]] = []  # the compile durations seen by each open notice
+_listening = False
+_notice_lock = threading.Lock()
+
+
+def _on_event(event: str, duration_secs: float, **_: str | int) -> None:
+    if event == "/jax/core/compile/backend_compile_duration":
+        with _notice_lock:
+            for seen in _compiles:
+                seen.append(duration_secs)
+
+
+def _say(message: str) -> None:
+    """``message`` on the ``bayes_dpreg.compile`` logger (INFO) where the process configured logging,
+    else on stderr (as PyMC does for its progress)."""
+    if logging.root.handlers or _log.handlers:
+        _log.info(message)
+    else:
+        print(f"bayes_dpreg: {message}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def compile_notice(what: str, after: float = NOTICE_AFTER_S) -> Iterator[None]:
+    """Around the first run of programs of new shapes (``what``: the sampler and the shapes):
+    if it has not finished after ``after`` seconds, say that the programs are being compiled, and
+    at the end how long it took and how many programs XLA compiled (JAX's monitoring events).
+    Quiet when it finishes sooner (a warm or cached start)."""
+    global _listening
+    import jax
+
+    with _notice_lock:
+        if not _listening:
+            jax.monitoring.register_event_duration_secs_listener(_on_event)
+            _listening = True
+        seen: list[float] = []
+        _compiles.append(seen)
+    start, fired = time.perf_counter(), threading.Event()
+    cache = compilation_cache_dir()
+
+    def notice() -> None:
+        fired.set()
+        where = f"; new processes load them from the compilation cache in {cache}" if cache else ""
+        _say(
+            f"compiling {what} (the first run of these shapes in this process; later fits of the same "
+            f"shapes reuse the compiled programs{where}) ..."
+        )
+
+    timer = threading.Timer(after, notice)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        with _notice_lock:
+            _compiles.remove(seen)
+        if fired.is_set():
+            _say(
+                f"{what}: ready after {time.perf_counter() - start:.0f} s "
+                f"({len(seen)} programs compiled in {sum(seen):.0f} s)"
+            )

@@ -26,8 +26,11 @@ keeps the draws after ``num_warmup``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -36,9 +39,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array, lax
 
-from ..runtime.cache import fit_jit
+from ..runtime.cache import compile_notice, fit_jit
 from ..runtime.precision import require_x64
-from ..runtime.threads import lapack_guarded
+from ..runtime.threads import lapack_guard, lapack_guarded
 from ..stats import StackedStats
 
 __all__ = [
@@ -74,13 +77,21 @@ class ChainKernel(NamedTuple):
     state; the key is for exact conditional draws such as ``theta`` given the rest);
     ``info(state) -> {name: array}`` (sample statistics of the last step).
     ``vectorize``: chains are ``vmap``-ped (cheap, loop-free kernels) or run one after
-    another through the same compiled function (NUTS, whose trees differ in length)."""
+    another through the same compiled function (NUTS, whose trees differ in length).
+    ``prepare(data, prior, settings) -> data``: constants of the data set that every chain
+    shares (a Laplace frame), computed once per data set before the chains start; the
+    kernel's other functions then receive its output as ``data``.
+    ``threads``: chains that are not vectorised run concurrently, one Python thread per core
+    (XLA runs each program on its own CPU thread pool, so two programs use two cores); only
+    for kernels measured to gain (``docs/samplers.md``)."""
 
     init: Callable[..., Any]
     step: Callable[..., Any]
     draws: Callable[..., dict]
     info: Callable[..., dict]
     vectorize: bool = True
+    prepare: Callable[..., Any] | None = None
+    threads: bool = False
 
 
 Runner = Callable[..., MethodResult]
@@ -187,6 +198,13 @@ def positive_int(name: str, v: Any, minimum: int = 1) -> int:
 
 
 @functools.lru_cache(maxsize=64)
+def _compiled_prepare(kernel: ChainKernel, settings: Any) -> Callable:
+    assert kernel.prepare is not None
+    prepare = kernel.prepare
+    return fit_jit(lambda data, pr: prepare(data, pr, settings))
+
+
+@functools.lru_cache(maxsize=64)
 def _compiled_init(kernel: ChainKernel, settings: Any, batched: bool) -> Callable:
     one = lambda key, data, pr: kernel.init(key, data, pr, settings)
     return fit_jit(jax.vmap(one, (0, None, None)) if batched else one)
@@ -248,24 +266,34 @@ def run_chains(
     advance = _compiled_advance(kernel, settings, sizes[0], batched, keep_t)
     groups = [keys] if batched else list(keys)  # vmapped chains run together; NUTS chains one by one
     width = num_chains if batched else 1
-    states, outs = [], []
-    for k in groups:
-        state, parts = _advance_all(advance, init(k, data, pr), data, pr, k, sizes, bar, width)
-        states.append(state)
-        outs.append(_kept_draws(parts, num_warmup, total, thin, batched))
+    signature = (kernel, settings, sizes[0], batched, keep_t, _shapes(data), _shapes(pr))
+    with compile_notice(_describe(kernel, data)) if signature not in _STARTED else contextlib.nullcontext():
+        if kernel.prepare is not None:
+            data = _compiled_prepare(kernel, settings)(data, pr)
+        states = [init(k, data, pr) for k in groups]
+        head = _advance_all(advance, states[0], data, pr, groups[0], sizes[:1], bar, width)
+    _STARTED.add(signature)
+    workers = _workers(kernel, len(groups))
+    runs = _advance_groups(advance, head, states[1:], data, pr, groups, sizes, bar, width, workers)
+    states = [state for state, _ in runs]
+    outs = [_kept_draws(parts, num_warmup, total, thin, batched) for _, parts in runs]
     draws, info = _join(outs, batched)
     extra = [sizes[0]] * -(-num_samples * thin // sizes[0])  # the compiled chunk length, as often as needed
     for r in range(extend):
         if more is None or not more(draws):
             break
-        for g, k in enumerate(groups):
-            k_r = _fold_in(k, EXTEND_STREAM + r)
-            states[g], parts = _advance_all(advance, states[g], data, pr, k_r, extra, bar, width)
-            outs[g] = jax.tree.map(
+        keys_r = [_fold_in(k, EXTEND_STREAM + r) for k in groups]
+        head = _advance_all(advance, states[0], data, pr, keys_r[0], extra[:1], bar, width)
+        runs = _advance_groups(advance, head, states[1:], data, pr, keys_r, extra, bar, width, workers)
+        states = [state for state, _ in runs]
+        outs = [
+            jax.tree.map(
                 lambda a, b: np.concatenate([a, b], axis=1 if batched else 0),
-                outs[g],
+                out,
                 _kept_draws(parts, 0, num_samples * thin, thin, batched),
             )
+            for out, (_, parts) in zip(outs, runs)
+        ]
         draws, info = _join(outs, batched)
     if bar is not None:
         bar.close()
@@ -287,11 +315,72 @@ def _join(outs: list, batched: bool) -> tuple[dict, dict]:
     return outs[0] if batched else jax.tree.map(lambda *a: np.stack(a), *outs)
 
 
+def _workers(kernel: ChainKernel, groups: int) -> int:
+    """Threads for the chain groups: one per core for a ``threads`` kernel, else 1."""
+    return max(1, min(groups, os.cpu_count() or 1)) if kernel.threads else 1
+
+
+def _advance_groups(
+    advance: Callable,
+    head: tuple[Any, list],
+    states: list,
+    data: Any,
+    pr: Any,
+    keys: list,
+    sizes: list[int],
+    bar: Any,
+    width: int,
+    workers: int,
+) -> list[tuple[Any, list]]:
+    """:func:`_advance_all` for every group, in turn or on ``workers`` threads: ``head`` is the
+    first group's ``(state, parts)`` after its first chunk, run alone before (so that its program
+    is compiled once, not once a thread), ``states`` the other groups' initial states. Each
+    group's result depends on its key only, not on the schedule."""
+    jobs = [(head[0], keys[0], sizes[1:], head[1], 1)] + [(s, k, sizes, None, 0) for s, k in zip(states, keys[1:])]
+    if workers <= 1 or len(jobs) <= 1:
+        return [_advance_all(advance, s, data, pr, k, sz, bar, width, p, i) for s, k, sz, p, i in jobs]
+    x64 = bool(jax.config.read("jax_enable_x64"))  # thread-local under jax.enable_x64: the workers take the caller's
+
+    def in_thread(job: tuple) -> tuple[Any, list]:
+        s, k, sz, p, i = job
+        with jax.enable_x64(x64), lapack_guard():
+            return _advance_all(advance, s, data, pr, k, sz, bar, width, p, i)
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bayes_dpreg-chain") as pool:
+        return list(pool.map(in_thread, jobs))
+
+
+def _shapes(tree: Any) -> tuple:
+    return tuple((np.shape(a), str(getattr(a, "dtype", type(a).__name__))) for a in jax.tree.leaves(tree))
+
+
+def _describe(kernel: ChainKernel, data: Any) -> str:
+    """``"the sampler normalx_clt for J = 5 parties, d = 5"`` (what a compile notice names)."""
+    name = kernel.init.__module__.rsplit(".", 1)[-1]
+    z = getattr(data, "z_tilde", None)
+    shape = f" for J = {z.shape[-2]} parties, d = {z.shape[-1]}" if z is not None and np.ndim(z) == 2 else ""
+    return f"the sampler {name}{shape}"
+
+
+_STARTED: set = set()  # the (kernel, settings, shapes) run_chains has started in this process
+
+
 def _advance_all(
-    advance: Callable, state: Any, data: Any, pr: Any, key: Array, sizes: list[int], bar: Any, width: int
+    advance: Callable,
+    state: Any,
+    data: Any,
+    pr: Any,
+    key: Array,
+    sizes: list[int],
+    bar: Any,
+    width: int,
+    parts: list | None = None,
+    start: int = 0,
 ) -> tuple[Any, list]:
-    parts = []
-    for i, size in enumerate(sizes):
+    """Chunks ``start, start + 1, ...`` of ``sizes`` iterations of one group (chunk ``i`` folds
+    ``i`` into the group's key), appended to ``parts``."""
+    parts = list(parts or [])
+    for i, size in enumerate(sizes, start):
         state, out = advance(state, data, pr, _fold_in(key, i))
         parts.append(jax.tree.map(np.asarray, out))
         if bar is not None:
@@ -337,6 +426,8 @@ def _compiled_batch(
         return out + (jax.tree.map(lambda a: a / (num_draws * thin), total),)
 
     def one_replication(key, data, pr):
+        if kernel.prepare is not None:
+            data = kernel.prepare(data, pr, settings)
         keys = key[None] if num_chains == 1 else jax.random.split(key, num_chains)
         return jax.vmap(one_chain, (0, None, None))(keys, data, pr)
 

@@ -83,6 +83,8 @@ from .normalx_nuts import settings as nuts_settings
 
 __all__ = [
     "CLTReference",
+    "CLTData",
+    "prepare",
     "clt_log_lik",
     "augment",
     "reference",
@@ -293,13 +295,26 @@ def laplace(data: ModelData, pr: ResolvedPrior, ref: CLTReference, max_iter: int
 CURVATURE_FLOOR = 1e-2  # at most 10 units of z per unit of x: BFGS may stop where the curvature is negative or flat
 
 
-def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: NutsSettings) -> NCState:
-    """The Laplace frame (:func:`laplace`) and a dispersed start: ``x ~ N(0, I)``, about one
-    posterior sd from the mode in every direction where the Laplace approximation holds."""
+class CLTData(NamedTuple):
+    """The kernel's data: the release and its Laplace frame (:func:`prepare`)."""
+
+    model: ModelData
+    ref: CLTReference
+
+
+def prepare(data: ModelData, pr: ResolvedPrior, settings: NutsSettings) -> CLTData:
+    """The Laplace frame (:func:`laplace`), once per data set for all chains."""
+    del settings
+    return CLTData(data, laplace(data, pr, reference(data, pr)))
+
+
+def init(key: Array, cdata: CLTData, pr: ResolvedPrior, settings: NutsSettings) -> NCState:
+    """A dispersed start in the Laplace frame: ``x ~ N(0, I)``, about one posterior sd from
+    the mode in every direction where the Laplace approximation holds."""
+    data, ref = cdata
     J, d = data.z_tilde.shape
     p = d * (d + 1) // 2
     k_v, k_nuts = jax.random.split(key)
-    ref = laplace(data, pr, reference(data, pr))
     dtype = data.S_tilde.dtype
     x0 = jax.random.normal(k_v, (p + d + 1,), dtype)
     init_kernel, _ = nuts_kernels(settings, white_log_density)
@@ -315,22 +330,22 @@ def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: NutsSettings)
     return NCState(state, ref)
 
 
-def step(state: NCState, data: ModelData, pr: ResolvedPrior, settings: NutsSettings) -> NCState:
+def step(state: NCState, cdata: CLTData, pr: ResolvedPrior, settings: NutsSettings) -> NCState:
     """One NUTS transition (adapting step size and mass matrix during warm-up)."""
     _, sample_kernel = nuts_kernels(settings, white_log_density)
-    return NCState(sample_kernel(state.hmc, model_args=(data, pr, state.ref)), state.ref)
+    return NCState(sample_kernel(state.hmc, model_args=(cdata.model, pr, state.ref)), state.ref)
 
 
-def draws(state: NCState, data: ModelData, pr: ResolvedPrior, key: Array) -> dict:
+def draws(state: NCState, cdata: CLTData, pr: ResolvedPrior, key: Array) -> dict:
     """``theta``, ``sigma2``, ``Sigma_x`` of the state, in the features' frame."""
     del pr, key
     ref = state.ref
-    L, theta, _, sigma2 = unpack(_ravel(ref.W.shape[-1] - 1)(ref.mode + ref.T @ state.hmc.z), ref, data.n)
+    L, theta, _, sigma2 = unpack(_ravel(ref.W.shape[-1] - 1)(ref.mode + ref.T @ state.hmc.z), ref, cdata.model.n)
     Q = state.ref.Q
     return {"theta": Q @ theta, "sigma2": sigma2, "Sigma_x": symmetrize(Q @ L @ L.T @ Q.T)}
 
 
-KERNEL = ChainKernel(init, step, draws, info, vectorize=False)
+KERNEL = ChainKernel(init, step, draws, info, vectorize=False, prepare=prepare, threads=True)
 
 
 def settings(options: dict, d: int, num_warmup: int) -> tuple[NutsSettings, dict]:

@@ -1,0 +1,116 @@
+"""The chain driver's schedule: chains on threads give the draws they give in turn, a kernel's
+``prepare`` runs once per data set, and a slow first run of new shapes says it is compiling."""
+
+import logging
+import re
+import threading
+import time
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import bayes_dpreg as bd
+from bayes_dpreg.model.prior import prior_scales
+from bayes_dpreg.posterior.inference import resolve_prior
+from bayes_dpreg.runtime.cache import compile_notice
+from bayes_dpreg.samplers import SAMPLERS, base
+from bayes_dpreg.stats import stack_stats
+
+
+def _fixeds_problem(d=2, J=3):
+    r = np.random.default_rng(3)
+    X = r.uniform(-0.5, 0.5, size=(1500, d))
+    y = np.clip(X @ np.linspace(0.4, -0.3, d) + 0.1 * r.standard_normal(1500), -1, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stats = [bd.release(a, b, epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=[5, j])
+                 for j, (a, b) in enumerate(bd.split_parties(X, y, J))]
+    st = stack_stats(stats)
+    sampler = SAMPLERS["fixeds"]
+    pr = resolve_prior(None).resolve(st.d, prior_scales(st))
+    settings, _ = sampler.settings({}, st.d, 40)
+    return sampler, sampler.data(st), pr, settings
+
+
+def _run(kernel, data, pr, settings):
+    with jax.enable_x64(True):
+        return base.run_chains(kernel, data, pr, settings, jax.random.key(7), num_chains=3, num_warmup=40,
+                               num_samples=150, extend=1, more=lambda draws: True)
+
+
+def test_chains_on_threads_give_the_draws_they_give_in_turn(monkeypatch):
+    sampler, data, pr, settings = _fixeds_problem()
+    one_by_one = sampler.kernel._replace(vectorize=False, threads=False)
+    threaded = sampler.kernel._replace(vectorize=False, threads=True)
+    names = set()
+    advance_all = base._advance_all
+
+    def recording(*args, **kw):
+        names.add(threading.current_thread().name)
+        return advance_all(*args, **kw)
+
+    monkeypatch.setattr(base.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(base, "_advance_all", recording)
+    draws_a, info_a = _run(one_by_one, data, pr, settings)
+    assert names == {threading.current_thread().name}
+    names.clear()
+    draws_b, info_b = _run(threaded, data, pr, settings)
+    assert any(n.startswith("bayes_dpreg-chain") for n in names), names  # else this test cannot fail
+    assert draws_a["theta"].shape[:2] == (3, 300)  # the first run and one extension
+    for k in draws_a:
+        np.testing.assert_array_equal(draws_a[k], draws_b[k])
+    for k in info_a:
+        np.testing.assert_array_equal(info_a[k], info_b[k])
+
+
+def test_prepare_runs_once_per_data_set_and_its_output_is_the_kernels_data():
+    sampler, data, pr, settings = _fixeds_problem()
+    calls = []
+
+    def prepare(data, pr, settings):
+        calls.append(1)  # at trace time: once per compiled program
+        return data._replace(S_tilde=data.S_tilde * 1.0)
+
+    kernel = sampler.kernel._replace(vectorize=False, prepare=prepare)
+    draws, _ = _run(kernel, data, pr, settings)
+    plain, _ = _run(sampler.kernel._replace(vectorize=False), data, pr, settings)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(draws["theta"], plain["theta"])
+
+
+def test_compile_notice_says_what_is_compiling_when_slow(capsys, monkeypatch):
+    monkeypatch.setattr(logging.root, "handlers", [])  # a process that has not configured logging: stderr
+    f = jax.jit(lambda x: jnp.sin(x) * 3.0 + 0.123456)  # a program no other test compiles
+    with compile_notice("the test program", after=0.0):
+        time.sleep(0.2)  # the notice fires
+        f(jnp.arange(7.0)).block_until_ready()
+    err = capsys.readouterr().err
+    assert "bayes_dpreg: compiling the test program" in err
+    compiled = re.search(r"the test program: ready after \d+ s \((\d+) programs compiled", err)
+    assert compiled and int(compiled.group(1)) >= 1, err
+
+
+def test_compile_notice_is_quiet_when_fast_and_uses_logging_when_configured(capsys, caplog):
+    with caplog.at_level(logging.INFO, logger="bayes_dpreg.compile"):
+        with compile_notice("fast", after=30.0):
+            pass
+    assert not caplog.records
+    with caplog.at_level(logging.INFO, logger="bayes_dpreg.compile"):
+        with compile_notice("logged", after=0.0):
+            time.sleep(0.2)
+    assert any("compiling logged" in r.getMessage() for r in caplog.records)
+    assert capsys.readouterr().err == ""
+
+
+def test_a_first_run_of_new_shapes_announces_its_compilation(monkeypatch, caplog):
+    monkeypatch.setattr(base, "compile_notice", lambda what: compile_notice(what, after=0.0))
+    sampler, data, pr, settings = _fixeds_problem(d=3, J=2)  # shapes no other test here uses
+    kernel = sampler.kernel._replace(vectorize=False)
+    with caplog.at_level(logging.INFO, logger="bayes_dpreg.compile"):
+        _run(kernel, data, pr, settings)
+        assert any("compiling the sampler fixeds for J = 2 parties, d = 3" in r.getMessage() for r in caplog.records)
+        caplog.clear()
+        _run(kernel, data, pr, settings)
+    assert not caplog.records  # started before: no notice
