@@ -161,3 +161,34 @@ def test_default_method_switches_to_the_clt_sampler_by_the_number_of_latent_entr
     idata = bd.fit(parties(d=2, J=2), num_samples=200, num_warmup=200)
     assert idata.posterior.attrs["method"] == "normalx-clt"
     assert "latent_posterior" not in idata.groups() or "S" not in idata.latent_posterior
+
+
+def test_laplace_frame_where_the_release_does_not_resolve_sigma2():
+    """Noise far above ``n_j Sigma_x sigma_y^2`` leaves ``sigma_y^2`` to its prior, whose log-density
+    has its mode at ``log(b / a)`` and a wall below it; the frame's centre is there (a BFGS search
+    from ``sigma_y^2 = 1`` stopped short of it here, and in the wall, at ``log sigma_y^2 = -28.6``,
+    on a power-plant replication of the coverage study, where every chain stuck)."""
+    rng = np.random.default_rng(4)
+    n = np.array([1531.0, 1531.0, 1530.0])
+    Sigma, theta, _ = _params(1)
+    E = rng.normal(size=(3, D, D))
+    S = np.stack([n_j * Sigma for n_j in n]) + 90 * np.triu(E) + 90 * np.swapaxes(np.triu(E, 1), -1, -2)
+    z = np.stack([S_j @ theta for S_j in S]) + 90 * rng.normal(size=(3, D))
+    sd = jnp.full(3, 90.0)
+    data = ModelData(jnp.asarray(S), jnp.asarray(z), jnp.asarray(n), sd, sd, jnp.asarray(90.0))
+    for b in (1e-8, 1e-4, 2.85e-4, 3e-2):
+        pr = Prior(C=1.0, a=1.0, b=b, Lambda=1.0, Sigma_x_prior="lkj").resolve(D)
+        with jax.enable_x64(True):
+            ref = jax.jit(clt.prepare)(data, pr, None).ref
+        ls2 = float(ref.mode[-1])
+        assert abs(ls2 - np.log(b)) < 0.1, (b, ls2)  # from log sigma2 = 0, BFGS stopped 0.5 and 0.27 away at 1e-4, 3e-2
+        assert 0.3 < float(jnp.linalg.norm(ref.T[-1])) < 3.0  # about the prior's sd of log sigma2 (1 for a = 1)
+
+
+def test_augmentation_does_not_depend_on_the_program_that_computes_it():
+    data = _data(2)
+    opts = (None, {"xla_backend_optimization_level": 1})
+    keys = [jax.jit(clt._augment_key, compiler_options=o)(data) for o in opts]
+    np.testing.assert_array_equal(jax.random.key_data(keys[0]), jax.random.key_data(keys[1]))
+    other = data._replace(z_tilde=data.z_tilde.at[0, 0].add(1e-9))  # any released value changes it
+    assert not np.array_equal(jax.random.key_data(clt._augment_key(other)), jax.random.key_data(keys[0]))
