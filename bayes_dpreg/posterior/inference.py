@@ -121,7 +121,8 @@ def fit(
     options : method options (``bayes_dpreg.samplers.SAMPLERS[method].options``), e.g.
         ``target_accept_prob`` for ``normalx-nuts``, ``sigma2="text" | "code" | float`` for
         ``fast``, ``p`` for ``adassp``, ``progress_bar`` for all, ``extend`` for the NUTS methods
-        (continue chains that mix too slowly, up to that many times; off by default).
+        (continue chains that mix too slowly, up to that many times; once by default for
+        ``normalx-clt``, off for the others).
 
     Returns
     -------
