@@ -25,8 +25,9 @@ Suites (bounds at the data's maxima, as in the paper; ``delta = 1e-5``):
   {3, 10}, ``n_j`` in {300, 3000}, eps in {0.5, 2}, the family, and the bounds (``max``: the
   data's maxima; ``quantile``: each party's own ``propose_bounds`` at eps = 2, OpenDP's quantiles,
   which no seed reproduces), defining relation ``bounds = J n_j eps family``, with ``d`` cycling
-  through 3, 5, 10: 16 cells. Method ``oracle``: ``normalx-nuts`` given the generating ``Sigma_x``
-  prior (``iw`` cells only; theta's and sigma_y's priors stay the default).
+  through 3, 5, 10: 16 cells. Methods ``oracle`` and ``oracle-clt``: ``normalx-nuts`` and
+  ``normalx-clt`` given the generating ``Sigma_x`` prior (:func:`oracle_prior`; paper and
+  correlated cells; theta's and sigma_y's priors stay the default).
 * ``real``: rows of power plant and bike sharing (``../shared/data``, the paper's
   preprocessing), ``J = 5`` consecutive blocks or a random split, eps = 1;
   ``sigma_y^2 ~ IG(3, 0.02)`` and ``theta ~ N(0, tau^2 I)``: ``matched`` (tau = 0.2, fitted with
@@ -59,8 +60,9 @@ from lab.machine import describe
 from lab.paths import DATA_DIR, REPO
 from lab.rows import append_rows, read_rows, write_rows
 
-METHODS = ("normalx-nuts", "normalx-clt", "normalx", "fixeds", "fast", "bs", "adassp", "oracle")
-ORACLE_OF = {"oracle": "normalx-nuts"}  # the method an oracle row fits, with the generating Sigma_x prior
+METHODS = ("normalx-nuts", "normalx-clt", "normalx", "fixeds", "fast", "bs", "adassp", "oracle", "oracle-clt")
+# the method an oracle row fits, with the generating Sigma_x prior
+ORACLE_OF = {"oracle": "normalx-nuts", "oracle-clt": "normalx-clt"}
 LEVELS = (0.5, 0.9, 0.95)
 RELEASE_OF = {"bs": "bs", "adassp": "adassp"}  # others use the plain SSP release
 DATA_FILES = {"power_plant": "power_plant_energy.csv", "bike_sharing": "bike_sharing.csv"}
