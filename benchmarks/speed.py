@@ -26,7 +26,8 @@ Columns:
   its cost per chain-iteration does not fall with C ("seq." above 4 chains unless
   ``--sequential-chains``), except a kernel with ``threads`` (``normalx-clt``), whose chains run on
   one thread per core: with XLA's default CPU pool (``--xla-threads default``, as ``fit`` runs) its
-  cost per chain-iteration falls with the cores; with one XLA thread it does not. With 1 and 4 chains the run is the method's default warm-up and
+  cost per chain-iteration falls with the cores; with one XLA thread it does not. With 1 and 4 chains the run
+  is the method's default warm-up and
   draws; with more, ``--budget`` chain-iterations in all (at least one chunk of 100), split
   between warm-up and draws in the same proportion. A timing run
   projected (from fewer chains) to exceed ``--max-seconds`` is skipped ("skip").
@@ -499,7 +500,8 @@ def write(
     ]
     lines += [
         "seq.: NUTS runs its chains one after another (`vectorize=False`): the cost per chain-iteration "
-        "is that of 1 chain (normalx-clt: one thread per core, see the XLA threads above). skip: projected beyond --max-seconds. exact: closed form, no chain. —: not "
+        "is that of 1 chain (normalx-clt: one thread per core, see the XLA threads above). "
+        "skip: projected beyond --max-seconds. exact: closed form, no chain. —: not "
         "measured (see below)."
     ]
     lines += [

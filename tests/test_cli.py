@@ -8,7 +8,7 @@ from bayes_dpreg.cli import main
 def test_demo(tmp_path, capsys):
     assert main(["demo", "-o", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    for word in ("temperature", "humidity", "90% lower", "OLS (non-private)", "sigma_S", "clipping", "normalx-nuts",
+    for word in ("temperature", "humidity", "90% lower", "OLS (non-private)", "sigma_S", "clipping", "normalx-clt",
                  "r_hat", "ess_bulk", "convergence: max R-hat"):
         assert word in out
     assert (tmp_path / "demo_posterior.png").stat().st_size > 10_000

@@ -171,7 +171,7 @@ def test_extend_continues_the_chains_until_they_mix():
     stats = _stats()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        short = bd.fit(stats, seed=3, num_warmup=10, num_samples=20)
+        short = bd.fit(stats, seed=3, num_warmup=10, num_samples=20, extend=0)  # the default's is 1
         longer = bd.fit(stats, seed=3, num_warmup=10, num_samples=20, extend=3)
     at = longer.posterior.attrs
     assert short.posterior.attrs["extensions"] == 0 and short.posterior.attrs["max_rhat"] > 1.01

@@ -146,21 +146,27 @@ def test_sbc_where_the_clt_holds():
     assert min(res.pvalues.values()) > 1e-3, res.pvalues
 
 
-def test_default_method_switches_to_the_clt_sampler_by_the_number_of_latent_entries(monkeypatch):
+def test_default_method_is_the_clt_sampler_unless_a_party_is_small(monkeypatch):
+    """The smallest party decides (``fit`` passes ``min n_j``)."""
     from entry_points import parties
 
     import bayes_dpreg as bd
     from bayes_dpreg import samplers
 
-    assert samplers.default_method(5, 5) == "normalx-nuts"
-    assert samplers.default_method(14, 5) == "normalx-nuts"  # bike sharing
-    assert samplers.default_method(10, 36) == "normalx-nuts"  # 1,980 entries
-    assert samplers.default_method(10, 37) == "normalx-clt"
-    assert samplers.default_method(20, 10) == "normalx-clt"
-    monkeypatch.setattr(samplers, "CLT_MIN_LATENT", 6)  # d = 2, J = 2: 6 entries
-    idata = bd.fit(parties(d=2, J=2), num_samples=200, num_warmup=200)
-    assert idata.posterior.attrs["method"] == "normalx-clt"
-    assert "latent_posterior" not in idata.groups() or "S" not in idata.latent_posterior
+    assert samplers.clt_min_rows(3) == 100 and samplers.clt_min_rows(10) == 300
+    assert samplers.default_method(3, 3, 100) == "normalx-clt"  # the small suite's smallest parties
+    assert samplers.default_method(3, 3, 99) == "normalx-nuts"
+    assert samplers.default_method(10, 3, 300) == "normalx-clt"  # the correlated suite's
+    assert samplers.default_method(10, 3, 299) == "normalx-nuts"
+    assert samplers.default_method(5, 5, None) == "normalx-clt"
+    assert samplers.default_method(10, 36, 50) == "normalx-nuts"  # 1,980 latent entries
+    assert samplers.default_method(10, 37, 50) == "normalx-clt"  # too many to sample: the CLT whatever n_j
+    assert samplers.default_method(20, 10, 50) == "normalx-clt"
+    big = parties(d=2, J=2, n=100)
+    assert bd.fit(big, num_samples=200, num_warmup=200).posterior.attrs["method"] == "normalx-clt"
+    monkeypatch.setattr(samplers, "CLT_MIN_ROWS", 101)
+    idata = bd.fit(big, num_samples=100, num_warmup=100)
+    assert idata.posterior.attrs["method"] == "normalx-nuts" and "S" in idata.latent_posterior
 
 
 def test_laplace_frame_where_the_release_does_not_resolve_sigma2():

@@ -185,11 +185,11 @@ def test_fit_normalx_nuts_structure():
     assert np.all(np.linalg.eigvalsh(lat["S"].values) > 0)
 
 
-def test_default_method_is_normalx_nuts_with_the_autoscaled_prior():
-    stats = _released()
+def test_default_method_is_normalx_clt_with_the_autoscaled_prior():
+    stats = _released()  # n_j = 2000 rows a party
     idata = bd.fit(stats, num_warmup=150, num_samples=100, num_chains=2)
     at = idata.posterior.attrs
-    assert at["method"] == bd.DEFAULT_METHOD == "normalx-nuts" and at["prior_autoscaled"] == 1
+    assert at["method"] == bd.DEFAULT_METHOD == "normalx-clt" and at["prior_autoscaled"] == 1
     scales = bd.prior_scales(stack_stats(stats))
     np.testing.assert_allclose(at["prior_theta_sd"], scales.y_bound / np.sqrt(4 * 2 * scales.feature_ms))
 

@@ -102,11 +102,11 @@ def fit(
     Parameters
     ----------
     stats : one :class:`NoisyStats` per party (from :func:`release` or :func:`load_stats`).
-    method : a name in :data:`bayes_dpreg.samplers.SAMPLERS`; default ``"normalx-nuts"``,
-        the normalX model (eq. 10, the noise in ``S~_j`` modelled) sampled by NUTS, or, from
-        ``J d (d + 1) / 2 >= 2000`` latent ``S_j`` entries, ``"normalx-clt"``, the same model with
-        the ``S_j`` integrated out under the Wishart's CLT
-        (:func:`~bayes_dpreg.samplers.default_method`). Others:
+    method : a name in :data:`bayes_dpreg.samplers.SAMPLERS`; default ``"normalx-clt"``, the
+        normalX model (eq. 10, the noise in ``S~_j`` modelled) with the ``S_j`` integrated out
+        under the Wishart's CLT, or, where a party has fewer than ``max(100, 30 d)`` rows (and
+        ``J d (d + 1) / 2 < 2000``), ``"normalx-nuts"``, the same model with the ``S_j`` sampled
+        exactly by NUTS (:func:`~bayes_dpreg.samplers.default_method`). Others:
         ``"normalx"`` (MCMC-normalX, Alg. 1), ``"fixeds"`` (Alg. 2), ``"fast"`` (Alg. 3,
         closed form), ``"bs"`` (App. C.1; :func:`release_bs` statistics), ``"adassp"``
         (App. C.2; :func:`release_adassp` statistics, a point estimate),
@@ -151,7 +151,7 @@ def fit(
     """
     enable_compilation_cache()
     stats = as_stats_list(stats)
-    sampler = get_sampler(default_method(stats[0].d, len(stats)) if method is None else method)
+    sampler = get_sampler(default_method(stats[0].d, len(stats), min(s.n for s in stats)) if method is None else method)
     check_distinct(stats)
     for s in stats:
         warn_if_not_private(s, stacklevel=3)

@@ -9,10 +9,11 @@ adaptation pieces through :mod:`~bayes_dpreg.samplers.mh`, and :func:`~bayes_dpr
 derives ``run`` for those whose options are their settings.
 
 ==================  =====================================================================
-``normalx-nuts``    the default: the normalX model (eq. 10) by NUTS, non-centred, theta
-                    integrated out (:mod:`~bayes_dpreg.samplers.normalx_nuts`)
-``normalx-clt``     the normalX model with the ``S_j`` integrated out under the Wishart's CLT,
-                    ``O(J d^3)`` a step (:mod:`~bayes_dpreg.samplers.normalx_clt`)
+``normalx-clt``     the default: the normalX model with the ``S_j`` integrated out under the
+                    Wishart's CLT, ``O(J d^3)`` a step (:mod:`~bayes_dpreg.samplers.normalx_clt`)
+``normalx-nuts``    the default for small parties (:func:`default_method`): the normalX model
+                    (eq. 10) by NUTS, non-centred, theta integrated out
+                    (:mod:`~bayes_dpreg.samplers.normalx_nuts`)
 ``normalx``         MCMC-normalX, Metropolis-within-Gibbs (Alg. 1 and improvements)
                     (:mod:`~bayes_dpreg.samplers.normalx`)
 ``fixeds``          MCMC-fixedS (Alg. 2) (:mod:`~bayes_dpreg.samplers.fixeds`)
@@ -31,7 +32,10 @@ from .base import ChainKernel, MethodResult, Sampler, run_batched, run_chains
 __all__ = [
     "SAMPLERS",
     "DEFAULT_METHOD",
+    "SMALL_PARTY_METHOD",
     "CLT_MIN_LATENT",
+    "CLT_MIN_ROWS",
+    "clt_min_rows",
     "default_method",
     "get",
     "Sampler",
@@ -45,18 +49,32 @@ SAMPLERS: dict[str, Sampler] = {
     m.SAMPLER.name: m.SAMPLER for m in (normalx_nuts, normalx_clt, normalx, fixeds, fast, bs, adassp, intercept)
 }
 
-DEFAULT_METHOD = "normalx-nuts"
-CLT_MIN_LATENT = 2000  # J d (d + 1) / 2 latent S_j entries from which fit's default is normalx-clt
+DEFAULT_METHOD = "normalx-clt"
+SMALL_PARTY_METHOD = "normalx-nuts"  # the exact sampler, fit's default where a party is small
+CLT_MIN_ROWS = 100  # a party's n_j from which the CLT sampler is the default: max(100, 30 d)
+CLT_ROWS_PER_FEATURE = 30
+CLT_MIN_LATENT = 2000  # J d (d + 1) / 2 latent S_j entries from which it is the default whatever n_j
 
 
-def default_method(d: int, J: int) -> str:
-    """``fit``'s method when none is given: :data:`DEFAULT_METHOD` (``normalx-nuts``, exact) unless
-    it would sample at least :data:`CLT_MIN_LATENT` latent ``S_j`` entries (``J d (d + 1) / 2``:
-    d = 20 with J >= 10, d = 10 with J >= 37), where it takes many minutes and ``normalx-clt``
-    (``S_j`` integrated out under the Wishart's CLT) takes seconds to a minute. Every suite of
-    ``studies/coverage.py`` lies below the threshold (at most 1,050 entries), so their default is
-    unchanged; ``docs/samplers.md`` gives what ``normalx-clt`` was measured to do."""
-    return "normalx-clt" if J * d * (d + 1) // 2 >= CLT_MIN_LATENT else DEFAULT_METHOD
+def clt_min_rows(d: int) -> int:
+    """The smallest ``n_j`` at which ``fit`` takes ``normalx-clt`` by default: ``max(100, 30 d)``."""
+    return max(CLT_MIN_ROWS, CLT_ROWS_PER_FEATURE * d)
+
+
+def default_method(d: int, J: int, n_min: int | None = None) -> str:
+    """``fit``'s method when none is given.
+
+    :data:`DEFAULT_METHOD` (``normalx-clt``: the normalX model with the ``S_j`` integrated out under
+    the Wishart's CLT, ``O(J d^3)`` a gradient) where every party has ``n_j >= max(100, 30 d)`` rows
+    (:func:`clt_min_rows`; ``n_min`` is the smallest ``n_j``, ``None`` for parties of any size), and
+    :data:`SMALL_PARTY_METHOD` (``normalx-nuts``, the ``S_j`` sampled exactly) below, except where
+    that would sample at least :data:`CLT_MIN_LATENT` latent ``S_j`` entries (``J d (d + 1) / 2``:
+    d = 20 with J >= 10), where it takes many minutes. The threshold is where the CLT sampler's
+    coverage was measured to match the exact one's (``docs/results/coverage/clt``: d = 3 from
+    ``n_j = 100``, d = 5 and 10 from ``n_j = 300``); ``docs/samplers.md`` gives the measurements."""
+    if n_min is None or n_min >= clt_min_rows(d) or J * d * (d + 1) // 2 >= CLT_MIN_LATENT:
+        return DEFAULT_METHOD
+    return SMALL_PARTY_METHOD
 
 
 def get(name: str) -> Sampler:

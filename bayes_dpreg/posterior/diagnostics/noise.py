@@ -17,7 +17,7 @@ __all__ = ["NoiseWarning", "NOISE_TO_SIGNAL_MAX", "noise_to_signal", "noise_summ
 
 # bayes_dpreg.samplers.DEFAULT_METHOD, which the message recommends (not imported: the samplers import
 # this package; tests/test_diagnostics.py checks that the two agree)
-MODELS_NOISE = "normalx-nuts"
+MODELS_NOISE = "normalx-clt"
 
 
 class NoiseWarning(UserWarning):
@@ -52,7 +52,7 @@ def check(idata: Any, st: StackedStats, sampler: Sampler, pr: Any) -> Finding:
         f"method {sampler.name!r} treats nearestPSD(S~_j) as the exact S_j, but the release noise is not "
         f"negligible (noise-to-signal {np.max(ratio):.3g} > {NOISE_TO_SIGNAL_MAX} in party "
         f"{int(np.argmax(ratio))}): its intervals are too narrow. Use the default method "
-        f"'{MODELS_NOISE}', which models the noise."
+        f"(method=None: '{MODELS_NOISE}', or 'normalx-nuts' for small parties), which models the noise."
     )
     return Finding("noise", False, attrs, message, NoiseWarning)
 
@@ -71,7 +71,8 @@ def noise_summary(attrs: Any) -> str | None:
     return (
         f"Method {attrs.get('method')!r} treats nearestPSD(S~_j) as the exact S_j, but the release noise "
         f"is not negligible (noise-to-signal {ratio:.3g} > {NOISE_TO_SIGNAL_MAX}): its intervals are too "
-        f"narrow (NoiseWarning). The default method, {MODELS_NOISE}, models the noise."
+        f"narrow (NoiseWarning). The default method ({MODELS_NOISE}; normalx-nuts for small parties) models "
+        "the noise."
     )
 
 

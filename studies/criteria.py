@@ -1,0 +1,189 @@
+"""The default method against issue 31's criteria, cell by cell (``docs/results/coverage/criteria.md``).
+
+    python -m studies.criteria [--dir docs/results/coverage/clt] [--ref-dir docs/results/coverage]
+                               [--default normalx-clt] [--summary]
+
+Reads the per-replication rows ``{suite}_replications.csv`` of ``studies/coverage.py`` for the
+``correlated``, ``paper``, ``small`` and ``real`` suites from ``--dir`` (the default method's rows,
+and oracle rows where there are) and ``--ref-dir`` (``fixeds``' and ``normalx-nuts``' oracle rows of
+the same seeded releases). The ratios of RMSE are *paired*: over the replications that both
+methods fitted, so that the two errors share the data and the release noise.
+
+Criteria (issue 31), per cell: 90% coverage >= 0.87 and 50% >= 0.42; where the truth is drawn from
+the fit's own prior (``small`` cells and ``-matched-`` real cells), 90% coverage <= 0.95 as well; RMSE
+of the posterior mean <= 1.25 times the oracle's (the same sampler given the generating ``Sigma_x``
+prior; simulated cells) and <= 1.1 times ``fixeds``' (real-feature cells); fits with a divergent
+transition <= 5%; fits with R-hat > 1.01 <= 2%; at least 100 replications.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import numpy as np
+
+from lab.paths import REPO
+from lab.rows import read_rows
+
+SUITES = ("correlated", "paper", "small", "real")
+MIN_90, MIN_50, MAX_90_MATCHED = 0.87, 0.42, 0.95
+MAX_ORACLE, MAX_FIXEDS = 1.25, 1.1  # RMSE ratios: simulated cells to the oracle, real-feature cells to fixeds
+MAX_DIVERGENT, MAX_RHAT = 0.05, 0.02  # fractions of fits
+MIN_REPS = 100
+ORACLES = {"normalx-clt": ("oracle-clt", "oracle"), "normalx-nuts": ("oracle",)}
+
+
+def _num(r: dict, k: str) -> float:
+    v = r.get(k, "")
+    return float(v) if v not in ("", None) else math.nan
+
+
+def _by_rep(rows: list[dict], method: str) -> dict[tuple[str, int], dict]:
+    return {(r["cell"], int(r["rep"])): r for r in rows if r["method"] == method and not r.get("error")}
+
+
+def paired_ratio(a: dict[tuple[str, int], dict], b: dict[tuple[str, int], dict], cell: str) -> tuple[float, int]:
+    """RMSE of ``a`` over RMSE of ``b`` on the replications of ``cell`` both have, and their number."""
+    keys = [k for k in a if k[0] == cell and k in b]
+    if not keys:
+        return math.nan, 0
+    ea = np.mean([_num(a[k], "sq_error") for k in keys])
+    eb = np.mean([_num(b[k], "sq_error") for k in keys])
+    return float(np.sqrt(ea / eb)), len(keys)
+
+
+def cell_rows(suite: str, directory: Path, ref_dir: Path, default: str) -> list[dict]:
+    """One dict per cell of ``suite``: the default's coverage and the criteria that fail."""
+    from studies.coverage import cells
+
+    rows = read_rows(directory / f"{suite}_replications.csv")
+    ref_rows = read_rows(ref_dir / f"{suite}_replications.csv") if ref_dir != directory else []
+    mine = _by_rep(rows, default)
+    fixeds = _by_rep(rows, "fixeds") or _by_rep(ref_rows, "fixeds")
+    oracles = [_by_rep(rows, o) or _by_rep(ref_rows, o) for o in ORACLES.get(default, ())]
+    out = []
+    for c in cells(suite):
+        rs = [r for k, r in mine.items() if k[0] == c["id"]]
+        if not rs:
+            continue
+        n = len(rs)
+        c90, c50 = (np.array([_num(r, k) for r in rs]) for k in ("cover90", "cover50"))
+        matched = c.get("prior") == "matched"
+        real = suite == "real"
+        ref, limit, label = (fixeds, MAX_FIXEDS, "fixeds") if real else (None, MAX_ORACLE, "oracle")
+        if not real:
+            ref = next((o for o in oracles if any(k[0] == c["id"] for k in o)), None)
+            if matched:  # the fit's prior generated the truth: the default is its own oracle
+                ref = None
+        ratio, paired = paired_ratio(mine, ref, c["id"]) if ref else (math.nan, 0)
+        div = float(np.mean([_num(r, "divergences") > 0 for r in rs]))
+        rhat = float(np.mean([_num(r, "max_rhat") > 1.01 for r in rs]))
+        fails = []
+        se90 = c90.std(ddof=1) / math.sqrt(n) if n > 1 else math.nan
+        se50 = c50.std(ddof=1) / math.sqrt(n) if n > 1 else math.nan
+        if c90.mean() < MIN_90:
+            fails.append("90%" + (" (> 2 se)" if c90.mean() + 2 * se90 < MIN_90 else ""))
+        if c50.mean() < MIN_50:
+            fails.append("50%" + (" (> 2 se)" if c50.mean() + 2 * se50 < MIN_50 else ""))
+        if matched and c90.mean() > MAX_90_MATCHED:
+            fails.append("90% above 0.95")
+        if paired and ratio > limit:
+            fails.append(f"RMSE / {label}")
+        if div > MAX_DIVERGENT:
+            fails.append("divergences")
+        if rhat > MAX_RHAT:
+            fails.append("R-hat")
+        if n < MIN_REPS:
+            fails.append("reps")
+        out.append(
+            dict(
+                cell=c["id"],
+                reps=n,
+                c90=c90.mean(),
+                c90_se=se90,
+                c50=c50.mean(),
+                c50_se=se50,
+                ratio=ratio,
+                paired=paired,
+                label=label if paired else "",
+                divergent=div,
+                rhat=rhat,
+                fails=fails,
+            )
+        )
+    return out
+
+
+def table(directory: Path, ref_dir: Path, default: str) -> str:
+    lines = [
+        "| cell | reps | 90% | 50% | RMSE ratio (paired reps) | fits with a divergence | R-hat > 1.01 | fails |",
+        "|---" * 8 + "|",
+    ]
+    for suite in SUITES:
+        for r in cell_rows(suite, directory, ref_dir, default):
+            ratio = f"{r['ratio']:.2f} to {r['label']} ({r['paired']})" if r["paired"] else "-"
+            lines.append(
+                f"| {r['cell']} | {r['reps']} | {r['c90']:.3f} ± {r['c90_se']:.3f} | {r['c50']:.3f} ± "
+                f"{r['c50_se']:.3f} | {ratio} | {r['divergent']:.3f} | {r['rhat']:.3f} | "
+                f"{', '.join(r['fails']) or '-'} |"
+            )
+    return "\n".join(lines)
+
+
+def summary(directory: Path, ref_dir: Path, default: str) -> str:
+    """Per suite: ranges over cells, and the cells that miss a coverage criterion (the README's table)."""
+    lines = [
+        "| suite (cells) | replications a cell | 90% coverage | 50% coverage | fits with a divergence | "
+        "R-hat > 1.01 | cells below 0.87 (90%) or 0.42 (50%) |",
+        "|---" * 7 + "|",
+    ]
+    rng = lambda v, nd=2: f"{min(v):.{nd}f}-{max(v):.{nd}f}"
+    for suite in SUITES:
+        rs = cell_rows(suite, directory, ref_dir, default)
+        if not rs:
+            continue
+        low = sum(any(f.startswith(("90%", "50%")) and "above" not in f for f in r["fails"]) for r in rs)
+        far = sum(any("2 se" in f for f in r["fails"]) for r in rs)
+        lines.append(
+            f"| {suite} ({len(rs)}) | {rng([r['reps'] for r in rs], 0)} | {rng([r['c90'] for r in rs])} | "
+            f"{rng([r['c50'] for r in rs])} | {rng([r['divergent'] for r in rs])} | {rng([r['rhat'] for r in rs])} | "
+            f"{low} of {len(rs)} ({far} by more than 2 se) |"
+        )
+    return "\n".join(lines)
+
+
+def header(directory: Path, ref_dir: Path, default: str) -> str:
+    rel = lambda p: p.resolve().relative_to(REPO) if p.resolve().is_relative_to(REPO) else p
+    return (
+        f"# `{default}` against issue 31's criteria, cell by cell\n\n"
+        f"command: `python -m studies.criteria --dir {rel(directory)} --ref-dir {rel(ref_dir)} "
+        f"--default {default}`\n\n"
+        f"Per cell: 90% coverage >= {MIN_90} and 50% >= {MIN_50} (and 90% <= {MAX_90_MATCHED} where the truth is "
+        f"drawn from the fit's prior: `small`, `-matched-`); RMSE of the posterior mean <= {MAX_ORACLE} times the "
+        f"oracle's (simulated cells; the same sampler given the generating `Sigma_x` prior) or <= {MAX_FIXEDS} "
+        f"times `fixeds`' (real features), paired over the replications both fitted; fits with a divergent "
+        f"transition <= {MAX_DIVERGENT:.0%}; R-hat > 1.01 in <= {MAX_RHAT:.0%} of fits; >= {MIN_REPS} replications. "
+        "Coverage ± its Monte-Carlo standard error (the sd over replications / sqrt(reps)); `(> 2 se)`: below "
+        "the criterion by more than two standard errors.\n"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dir", default=str(REPO / "docs" / "results" / "coverage" / "clt"))
+    ap.add_argument("--ref-dir", default=str(REPO / "docs" / "results" / "coverage"))
+    ap.add_argument("--default", default="normalx-clt")
+    ap.add_argument("--summary", action="store_true", help="print only the per-suite ranges (the README's table)")
+    args = ap.parse_args(argv)
+    d, r = Path(args.dir), Path(args.ref_dir)
+    if args.summary:
+        print(summary(d, r, args.default))
+        return
+    print(header(d, r, args.default))
+    print(table(d, r, args.default))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""``studies/criteria.py``: the RMSE ratios are paired over replications, and each criterion of
+issue 31 fails where it should."""
+
+import csv
+
+import pytest
+
+from studies import criteria
+from studies.coverage import FIELDS
+
+CELL = "corr-iw-d3-J3-n300-eps0.5-max"  # the correlated suite's first cell
+MATCHED = "small-n100-eps0.3"
+
+
+def _row(cell, rep, method, sq, c90=0.9, c50=0.5, div=0, rhat=1.0):
+    return dict(cell=cell, rep=rep, method=method, d=3, cover50=c50, cover90=c90, sq_error=sq, truth_ms=1.0,
+                max_rhat=rhat, divergences=div)
+
+
+def _write(path, rows):
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+
+
+def test_rmse_ratio_is_paired_over_the_replications_both_fitted():
+    a = {(CELL, r): dict(sq_error=4.0) for r in range(10)}
+    b = {(CELL, r): dict(sq_error=1.0) for r in range(5)}  # reps 5-9 have no reference: left out
+    b.update({("other", r): dict(sq_error=100.0) for r in range(10)})
+    assert criteria.paired_ratio(a, b, CELL) == (pytest.approx(2.0), 5)
+
+
+def test_each_criterion_fails_where_it_should(tmp_path):
+    rows = [_row(CELL, r, "normalx-clt", 1.0, c90=0.8, div=int(r < 10), rhat=1.02 if r < 3 else 1.0) for r in range(100)]
+    rows += [_row(CELL, r, "oracle-clt", 0.5) for r in range(50)]
+    _write(tmp_path / "correlated_replications.csv", rows)
+    small = [_row(MATCHED, r, "normalx-clt", 1.0, c90=1.0, c50=0.4) for r in range(60)]
+    _write(tmp_path / "small_replications.csv", small)
+    (corr,) = criteria.cell_rows("correlated", tmp_path, tmp_path, "normalx-clt")
+    assert corr["paired"] == 50 and corr["ratio"] == pytest.approx(2**0.5)
+    assert corr["fails"] == ["90% (> 2 se)", "RMSE / oracle", "divergences", "R-hat"]
+    (sm,) = criteria.cell_rows("small", tmp_path, tmp_path, "normalx-clt")
+    assert sm["fails"] == ["50% (> 2 se)", "90% above 0.95", "reps"] and sm["paired"] == 0  # matched: no oracle
+    table = criteria.table(tmp_path, tmp_path, "normalx-clt")
+    assert f"| {CELL} | 100 | 0.800 ± 0.000 |" in table and "1.41 to oracle (50)" in table
