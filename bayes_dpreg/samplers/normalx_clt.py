@@ -284,10 +284,22 @@ def laplace(data: ModelData, pr: ResolvedPrior, ref: CLTReference, max_iter: int
     start at ``sigma_y^2 = 1`` ended at ``log sigma_y^2 = -28.6``, against a mode of -8.2, on a
     power-plant replication of the coverage study, and stuck its chains there). Where BFGS returns
     no finite point better than its start, the start is the mode; where the curvature there is
-    not finite, ``T = I``."""
+    not finite, ``T = I``.
+
+    Under the separation prior (``Sigma_x = D R D``) the mode and curvature are those of the
+    posterior density in the prior's own coordinates ``(log D_kk, R)``, not in ``v``
+    (:func:`separation_log_jacobian`): in ``v`` the density has a spike of tiny volume where a
+    feature's scale ``D_kk`` collapses along a direction the release does not resolve (at d = 20,
+    J = 100, BFGS in ``v`` went to ``D_kk = 2e-7`` with the density still rising, a point of no
+    posterior mass), whereas in ``(log D_kk, R)`` the log-normal scales bound it and BFGS converges
+    (to the bulk: every ``D_kk`` near its prior's centre there). NUTS still targets the density in
+    ``v``; only the frame's centre and scales come from the other."""
     d = ref.W.shape[-1] - 1
     k = d * (d + 1) // 2 + d + 1
     neg = lambda x: -log_density(_ravel(d)(x), data, pr, ref)
+    if pr.eta is not None:
+        target = neg
+        neg = lambda x: target(x) + separation_log_jacobian(_ravel(d)(x)["v"], ref)
     x0 = jnp.zeros(k, data.S_tilde.dtype).at[-1].set(jnp.log(pr.b / pr.a))
     res = minimize(neg, x0, method="BFGS", options={"maxiter": max_iter})
     start = jnp.where(jnp.all(jnp.isfinite(res.x)) & (neg(res.x) <= neg(x0)), res.x, x0)
@@ -295,6 +307,20 @@ def laplace(data: ModelData, pr: ResolvedPrior, ref: CLTReference, max_iter: int
     ok = jnp.all(jnp.isfinite(w)) & jnp.all(jnp.isfinite(mode))
     T = jnp.where(ok, V / jnp.sqrt(w), jnp.eye(k, dtype=x0.dtype))
     return ref._replace(mode=jnp.where(ok, mode, start), T=T)
+
+
+def separation_log_jacobian(v: Array, ref: CLTReference) -> Array:
+    r"""``log |d v / d (log D, R)|`` up to a constant, for ``Sigma_x = Q L L^T Q^T = D R D`` with ``L``
+    from ``v0 + v_scale v`` (:func:`unpack`): ``Sigma_x`` has ``|d Sigma_x / d (log D, R)| = 2^d
+    \prod_k D_kk^{d+1}`` and ``|d Sigma_x / d v| \propto \prod_i L_ii^{d-i+1}`` (:func:`~bayes_dpreg.
+    samplers.normalx_nuts.sigma_x_log_density`), so ``-log p(v) + this`` is ``-log p(log D, R)``:
+
+    .. math:: \sum_{i=0}^{d-1} (d - i + 1) \log L_{ii} - (d + 1) \sum_k \log D_{kk}."""
+    d = ref.Q.shape[0]
+    L = from_log_cholesky(ref.v0 + ref.v_scale * v, d)
+    i = jnp.arange(d)
+    log_D = 0.5 * jnp.log(jnp.diagonal(ref.Q @ (L @ L.T) @ ref.Q.T))
+    return ((d - i + 1.0) * jnp.log(jnp.diagonal(L))).sum() - (d + 1.0) * log_D.sum()
 
 
 def _curvature(neg: Any, x: Array) -> tuple[Array, Array]:
@@ -399,13 +425,22 @@ KERNEL = ChainKernel(init, step, draws, info, vectorize=False, prepare=prepare, 
 
 def settings(options: dict, d: int, num_warmup: int) -> tuple[NutsSettings, dict]:
     """``normalx-nuts``' settings (:func:`~bayes_dpreg.samplers.normalx_nuts.settings`) with this
-    sampler's default target acceptance."""
-    return nuts_settings({"target_accept_prob": TARGET_ACCEPT, **options}, d, num_warmup)
+    sampler's default target acceptance (:func:`target_accept`)."""
+    return nuts_settings({"target_accept_prob": target_accept(d), **options}, d, num_warmup)
 
 
-# 0.9: at 0.8, 2 of 6 seeds of a d = 2, J = 3 release (tests/test_convergence.py) had one divergent transition
-# and 0 of 6 at 0.9, for 15-20% more time a fit (d = 5, J = 5 and d = 10, J = 20; docs/samplers.md)
+def target_accept(d: int) -> float:
+    """NUTS's default target acceptance: :data:`TARGET_ACCEPT` up to :data:`TARGET_ACCEPT_MAX_D`
+    features, where 0.8 left single divergent transitions (2 of 6 seeds of a d = 2, J = 3 release,
+    ``tests/test_convergence.py``; 0-15% of fits a cell in the coverage suites) and 0.9 costs 15-20%
+    more time a fit (d = 5, J = 5; d = 10, J = 20); 0.8 above, where 0.9 nearly doubles the leapfrog
+    steps (d = 20, J = 20: 27 against 15 an iteration) and the probes had no divergence at 0.8
+    (``docs/samplers.md``)."""
+    return TARGET_ACCEPT if d <= TARGET_ACCEPT_MAX_D else 0.8
+
+
 TARGET_ACCEPT = 0.9
+TARGET_ACCEPT_MAX_D = 10
 EXTEND = 1  # chains that mix too slowly go on once for num_samples more draws (docs/samplers.md: R-hat flags)
 
 
@@ -416,7 +451,7 @@ def run(
     ``extend`` on (:data:`EXTEND`): where the noise leaves ``sigma_y^2`` to its heavy-tailed prior,
     500 draws a chain often left R-hat above 1.01 or ESS below 400."""
     description = "NUTS (NumPyro) in the Laplace frame of (Sigma_x, theta, sigma_y^2); S_j integrated out (CLT)"
-    options.setdefault("target_accept_prob", TARGET_ACCEPT)
+    options.setdefault("target_accept_prob", target_accept(st.d))
     options.setdefault("extend", EXTEND)
     return run_nuts(KERNEL, description, st, pr, key, num_chains, num_samples, num_warmup, **options)
 
