@@ -147,11 +147,12 @@ def test_sbc_where_the_clt_holds():
 
 
 def test_default_method_is_the_clt_sampler_unless_a_party_is_small(monkeypatch):
-    """The smallest party decides (``fit`` passes ``min n_j``)."""
+    """The rule at its thresholds, and ``fit`` asks it with the smallest party's ``n_j``."""
     from entry_points import parties
 
     import bayes_dpreg as bd
     from bayes_dpreg import samplers
+    from bayes_dpreg.posterior import inference
 
     assert samplers.clt_min_rows(3) == 100 and samplers.clt_min_rows(10) == 300
     assert samplers.default_method(3, 3, 100) == "normalx-clt"  # the small suite's smallest parties
@@ -162,11 +163,11 @@ def test_default_method_is_the_clt_sampler_unless_a_party_is_small(monkeypatch):
     assert samplers.default_method(10, 36, 50) == "normalx-nuts"  # 1,980 latent entries
     assert samplers.default_method(10, 37, 50) == "normalx-clt"  # too many to sample: the CLT whatever n_j
     assert samplers.default_method(20, 10, 50) == "normalx-clt"
-    big = parties(d=2, J=2, n=100)
-    assert bd.fit(big, num_samples=200, num_warmup=200).posterior.attrs["method"] == "normalx-clt"
-    monkeypatch.setattr(samplers, "CLT_MIN_ROWS", 101)
-    idata = bd.fit(big, num_samples=100, num_warmup=100)
-    assert idata.posterior.attrs["method"] == "normalx-nuts" and "S" in idata.latent_posterior
+    asked = []
+    monkeypatch.setattr(inference, "default_method", lambda *a: asked.append(a) or "fast")
+    stats = parties(d=2, J=1, n=150) + [s.__class__(**{**vars(s), "name": "q"}) for s in parties(d=2, J=1, n=99)]
+    assert bd.fit(stats, num_samples=10).posterior.attrs["method"] == "fast"
+    assert asked == [(2, 2, 99)]
 
 
 def test_laplace_frame_where_the_release_does_not_resolve_sigma2():
