@@ -21,7 +21,7 @@ import numpy as np
 from benchmarks.speed import prepared, releases
 
 
-def frame(stats: list, d: int) -> None:
+def frame(stats: list) -> None:
     import jax
     import jax.numpy as jnp
     from jax.scipy.optimize import minimize
@@ -33,14 +33,11 @@ def frame(stats: list, d: int) -> None:
     _, st, pr = prepared("normalx-clt", stats)
     data = model_data(st)
     ref = clt.reference(data, pr)
-    k = d * (d + 1) // 2 + d + 1
-    neg = lambda x: -clt.log_density(clt._ravel(d)(x), data, pr, ref)
-    centre = lambda x: neg(x) + clt.separation_log_jacobian(clt._ravel(d)(x)["v"], ref)
-    x0 = jnp.zeros(k).at[-1].set(jnp.log(pr.b / pr.a))
-    for name, fn in (("v", neg), ("(log D, R)", centre)):
+    for name, prior_coordinates in (("v", False), ("(log D, R)", True)):
+        fn, x0 = clt.frame_objective(data, pr, ref, prior_coordinates)
         t = time.perf_counter()
         res = jax.jit(lambda s, fn=fn: minimize(fn, s, method="BFGS", options={"maxiter": 500}))(x0)
-        L = clt.unpack(clt._ravel(d)(res.x), ref, data.n)[0]
+        L = clt.unpack(clt._ravel(st.d)(res.x), ref, data.n)[0]
         scales = np.sqrt(np.diagonal(np.asarray(ref.Q @ (L @ L.T) @ ref.Q.T)))
         print(
             f"BFGS in {name}: {time.perf_counter() - t:.1f} s, status {int(res.status)}, {int(res.nit)} iterations, "
@@ -61,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
 
     stats = releases("normalx-clt", args.d, args.J, 0)
     if args.frame:
-        frame(stats, args.d)
+        frame(stats)
     opts = {} if args.target_accept is None else {"target_accept_prob": args.target_accept}
     for seed in range(args.fits):
         t = time.perf_counter()

@@ -26,6 +26,7 @@ import numpy as np
 
 from lab.paths import REPO
 from lab.rows import read_rows
+from studies.coverage import _num, cells
 
 SUITES = ("correlated", "paper", "small", "real")
 MIN_90, MIN_50, MAX_90_MATCHED = 0.87, 0.42, 0.95
@@ -33,11 +34,6 @@ MAX_ORACLE, MAX_FIXEDS = 1.25, 1.1  # RMSE ratios: simulated cells to the oracle
 MAX_DIVERGENT, MAX_RHAT = 0.05, 0.02  # fractions of fits
 MIN_REPS = 100
 ORACLES = {"normalx-clt": ("oracle-clt", "oracle"), "normalx-nuts": ("oracle",)}
-
-
-def _num(r: dict, k: str) -> float:
-    v = r.get(k, "")
-    return float(v) if v not in ("", None) else math.nan
 
 
 def _by_rep(rows: list[dict], method: str) -> dict[tuple[str, int], dict]:
@@ -56,8 +52,6 @@ def paired_ratio(a: dict[tuple[str, int], dict], b: dict[tuple[str, int], dict],
 
 def cell_rows(suite: str, directory: Path, ref_dir: Path, default: str) -> list[dict]:
     """One dict per cell of ``suite``: the default's coverage and the criteria that fail."""
-    from studies.coverage import cells
-
     rows = read_rows(directory / f"{suite}_replications.csv")
     ref_rows = read_rows(ref_dir / f"{suite}_replications.csv") if ref_dir != directory else []
     mine = _by_rep(rows, default)
@@ -71,12 +65,12 @@ def cell_rows(suite: str, directory: Path, ref_dir: Path, default: str) -> list[
         n = len(rs)
         c90, c50 = (np.array([_num(r, k) for r in rs]) for k in ("cover90", "cover50"))
         matched = c.get("prior") == "matched"
-        real = suite == "real"
-        ref, limit, label = (fixeds, MAX_FIXEDS, "fixeds") if real else (None, MAX_ORACLE, "oracle")
-        if not real:
-            ref = next((o for o in oracles if any(k[0] == c["id"] for k in o)), None)
-            if matched:  # the fit's prior generated the truth: the default is its own oracle
-                ref = None
+        ref: dict[tuple[str, int], dict] | None
+        if suite == "real":
+            ref, limit, label = fixeds, MAX_FIXEDS, "fixeds"
+        else:  # where the fit's prior generated the truth (matched) the default is its own oracle
+            ref = None if matched else next((o for o in oracles if any(k[0] == c["id"] for k in o)), None)
+            limit, label = MAX_ORACLE, "oracle"
         ratio, paired = paired_ratio(mine, ref, c["id"]) if ref else (math.nan, 0)
         div = float(np.mean([_num(r, "divergences") > 0 for r in rs]))
         rhat = float(np.mean([_num(r, "max_rhat") > 1.01 for r in rs]))

@@ -65,6 +65,7 @@ the reference (``docs/samplers.md`` gives the measured boundary).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -294,19 +295,31 @@ def laplace(data: ModelData, pr: ResolvedPrior, ref: CLTReference, max_iter: int
     posterior mass), whereas in ``(log D_kk, R)`` the log-normal scales bound it and BFGS converges
     (to the bulk: every ``D_kk`` near its prior's centre there). NUTS still targets the density in
     ``v``; only the frame's centre and scales come from the other."""
-    d = ref.W.shape[-1] - 1
-    k = d * (d + 1) // 2 + d + 1
-    neg = lambda x: -log_density(_ravel(d)(x), data, pr, ref)
-    if pr.eta is not None:
-        target = neg
-        neg = lambda x: target(x) + separation_log_jacobian(_ravel(d)(x)["v"], ref)
-    x0 = jnp.zeros(k, data.S_tilde.dtype).at[-1].set(jnp.log(pr.b / pr.a))
+    neg, x0 = frame_objective(data, pr, ref, prior_coordinates=pr.eta is not None)
+    k = x0.shape[0]
     res = minimize(neg, x0, method="BFGS", options={"maxiter": max_iter})
     start = jnp.where(jnp.all(jnp.isfinite(res.x)) & (neg(res.x) <= neg(x0)), res.x, x0)
     mode, w, V = _newton(neg, start)
     ok = jnp.all(jnp.isfinite(w)) & jnp.all(jnp.isfinite(mode))
     T = jnp.where(ok, V / jnp.sqrt(w), jnp.eye(k, dtype=x0.dtype))
     return ref._replace(mode=jnp.where(ok, mode, start), T=T)
+
+
+def frame_objective(
+    data: ModelData, pr: ResolvedPrior, ref: CLTReference, prior_coordinates: bool
+) -> tuple[Callable[[Array], Array], Array]:
+    """``(neg, x0)``: the function of the flat ``(v, b, log sigma_y^2)`` whose minimum centres
+    :func:`laplace`'s frame, ``-log_density``, plus :func:`separation_log_jacobian` with
+    ``prior_coordinates`` (the density in the separation prior's coordinates), and the search's
+    start, ``log sigma_y^2`` at its prior's mode ``log(b / a)``."""
+    d = ref.W.shape[-1] - 1
+    ravel = _ravel(d)
+    neg = lambda x: -log_density(ravel(x), data, pr, ref)
+    if prior_coordinates:
+        density = neg
+        neg = lambda x: density(x) + separation_log_jacobian(ravel(x)["v"], ref)
+    x0 = jnp.zeros(d * (d + 1) // 2 + d + 1, data.S_tilde.dtype).at[-1].set(jnp.log(pr.b / pr.a))
+    return neg, x0
 
 
 def separation_log_jacobian(v: Array, ref: CLTReference) -> Array:
@@ -436,11 +449,12 @@ def target_accept(d: int) -> float:
     more time a fit (d = 5, J = 5; d = 10, J = 20); 0.8 above, where 0.9 nearly doubles the leapfrog
     steps (d = 20, J = 20: 27 against 15 an iteration) and the probes had no divergence at 0.8
     (``docs/samplers.md``)."""
-    return TARGET_ACCEPT if d <= TARGET_ACCEPT_MAX_D else 0.8
+    return TARGET_ACCEPT if d <= TARGET_ACCEPT_MAX_D else TARGET_ACCEPT_LARGE_D
 
 
 TARGET_ACCEPT = 0.9
 TARGET_ACCEPT_MAX_D = 10
+TARGET_ACCEPT_LARGE_D = 0.8
 EXTEND = 1  # chains that mix too slowly go on once for num_samples more draws (docs/samplers.md: R-hat flags)
 
 
