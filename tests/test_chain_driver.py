@@ -63,6 +63,9 @@ def test_chains_on_threads_give_the_draws_they_give_in_turn(monkeypatch):
         np.testing.assert_array_equal(draws_a[k], draws_b[k])
     for k in info_a:
         np.testing.assert_array_equal(info_a[k], info_b[k])
+    draws_c, _ = _run(threaded, data, pr, settings)  # compiled now: every chain starts on the threads at once
+    for k in draws_a:
+        np.testing.assert_array_equal(draws_a[k], draws_c[k])
 
 
 def test_prepare_runs_once_per_data_set_and_its_output_is_the_kernels_data():

@@ -267,14 +267,15 @@ def run_chains(
     groups = [keys] if batched else list(keys)  # vmapped chains run together; NUTS chains one by one
     width = num_chains if batched else 1
     signature = (kernel, settings, sizes[0], batched, keep_t, _shapes(data), _shapes(pr))
-    with compile_notice(_describe(kernel, data)) if signature not in _STARTED else contextlib.nullcontext():
+    compiled = signature in _STARTED
+    with compile_notice(_describe(kernel, data)) if not compiled else contextlib.nullcontext():
         if kernel.prepare is not None:
             data = _compiled_prepare(kernel, settings)(data, pr)
         states = [init(k, data, pr) for k in groups]
-        head = _advance_all(advance, states[0], data, pr, groups[0], sizes[:1], bar, width)
+        head = None if compiled else _advance_all(advance, states[0], data, pr, groups[0], sizes[:1], bar, width)
     _STARTED.add(signature)
     workers = _workers(kernel, len(groups))
-    runs = _advance_groups(advance, head, states[1:], data, pr, groups, sizes, bar, width, workers)
+    runs = _advance_groups(advance, head, states, data, pr, groups, sizes, bar, width, workers)
     states = [state for state, _ in runs]
     outs = [_kept_draws(parts, num_warmup, total, thin, batched) for _, parts in runs]
     draws, info = _join(outs, batched)
@@ -283,8 +284,7 @@ def run_chains(
         if more is None or not more(draws):
             break
         keys_r = [_fold_in(k, EXTEND_STREAM + r) for k in groups]
-        head = _advance_all(advance, states[0], data, pr, keys_r[0], extra[:1], bar, width)
-        runs = _advance_groups(advance, head, states[1:], data, pr, keys_r, extra, bar, width, workers)
+        runs = _advance_groups(advance, None, states, data, pr, keys_r, extra, bar, width, workers)
         states = [state for state, _ in runs]
         outs = [
             jax.tree.map(
@@ -322,7 +322,7 @@ def _workers(kernel: ChainKernel, groups: int) -> int:
 
 def _advance_groups(
     advance: Callable,
-    head: tuple[Any, list],
+    head: tuple[Any, list] | None,
     states: list,
     data: Any,
     pr: Any,
@@ -332,11 +332,14 @@ def _advance_groups(
     width: int,
     workers: int,
 ) -> list[tuple[Any, list]]:
-    """:func:`_advance_all` for every group, in turn or on ``workers`` threads: ``head`` is the
-    first group's ``(state, parts)`` after its first chunk, run alone before (so that its program
-    is compiled once, not once a thread), ``states`` the other groups' initial states. Each
-    group's result depends on its key only, not on the schedule."""
-    jobs = [(head[0], keys[0], sizes[1:], head[1], 1)] + [(s, k, sizes, None, 0) for s, k in zip(states, keys[1:])]
+    """:func:`_advance_all` for every group, in turn or on ``workers`` threads, from ``states``:
+    where ``head`` is given, it is the first group's ``(state, parts)`` after its first chunk, run
+    alone before so that a program not yet compiled is compiled once, not once a thread (once it
+    is, every group starts together: ``None``). Each group's result depends on its key only, not
+    on the schedule."""
+    jobs: list[tuple[Any, Any, list[int], list | None, int]] = [(s, k, sizes, None, 0) for s, k in zip(states, keys)]
+    if head is not None:
+        jobs[0] = (head[0], keys[0], sizes[1:], head[1], 1)
     if workers <= 1 or len(jobs) <= 1:
         return [_advance_all(advance, s, data, pr, k, sz, bar, width, p, i) for s, k, sz, p, i in jobs]
     x64 = bool(jax.config.read("jax_enable_x64"))  # thread-local under jax.enable_x64: the workers take the caller's

@@ -296,9 +296,10 @@ def laplace(data: ModelData, pr: ResolvedPrior, ref: CLTReference, max_iter: int
     (to the bulk: every ``D_kk`` near its prior's centre there). NUTS still targets the density in
     ``v``; only the frame's centre and scales come from the other."""
     neg, x0 = frame_objective(data, pr, ref, prior_coordinates=pr.eta is not None)
+    neg = jax.jit(neg)  # one trace of the log-density, however many places BFGS and _newton call it
     k = x0.shape[0]
     res = minimize(neg, x0, method="BFGS", options={"maxiter": max_iter})
-    start = jnp.where(jnp.all(jnp.isfinite(res.x)) & (neg(res.x) <= neg(x0)), res.x, x0)
+    start = jnp.where(jnp.all(jnp.isfinite(res.x)) & (res.fun <= neg(x0)), res.x, x0)
     mode, w, V = _newton(neg, start)
     ok = jnp.all(jnp.isfinite(w)) & jnp.all(jnp.isfinite(mode))
     T = jnp.where(ok, V / jnp.sqrt(w), jnp.eye(k, dtype=x0.dtype))
@@ -336,45 +337,42 @@ def separation_log_jacobian(v: Array, ref: CLTReference) -> Array:
     return ((d - i + 1.0) * jnp.log(jnp.diagonal(L))).sum() - (d + 1.0) * log_D.sum()
 
 
-def _curvature(neg: Any, x: Array) -> tuple[Array, Array]:
-    """``(w, V)``: the negative Hessian of ``neg``'s argument at ``x`` as ``V diag(w) V^T``, ``|w|``
-    floored at :data:`CURVATURE_FLOOR` (forward-over-reverse, 64 directions at a time)."""
+def _local(neg: Any, x: Array) -> tuple[Array, Array, Array, Array]:
+    """``(f, g, w, V)``: ``neg``, its gradient and its Hessian ``V diag(w) V^T`` at ``x``, ``|w|``
+    floored at :data:`CURVATURE_FLOOR`; one linearisation of ``(neg, grad neg)`` gives all three
+    (the Hessian by forward-over-reverse, 64 directions at a time), so ``neg`` is traced once."""
     k = x.shape[0]
-    grad = jax.grad(neg)
-    H = symmetrize(lax.map(lambda u: jax.jvp(grad, (x,), (u,))[1], jnp.eye(k, dtype=x.dtype), batch_size=min(k, 64)))
+    (f, g), tangent = jax.linearize(jax.value_and_grad(neg), x)
+    H = symmetrize(lax.map(lambda u: tangent(u)[1], jnp.eye(k, dtype=x.dtype), batch_size=min(k, 64)))
     w, V = jnp.linalg.eigh(H)
-    return jnp.maximum(jnp.abs(w), CURVATURE_FLOOR), V
+    return f, g, jnp.maximum(jnp.abs(w), CURVATURE_FLOOR), V
 
 
 def _newton(neg: Any, x: Array) -> tuple[Array, Array, Array]:
-    """Saddle-free Newton steps ``-V diag(1/w) V^T grad`` (:func:`_curvature`) from ``x``, each
+    """Saddle-free Newton steps ``-V diag(1/w) V^T grad`` (:func:`_local`) from ``x``, each
     the first of 1, 1/2, 1/4, 1/8 times it that lowers ``neg``, until the step is shorter than
-    :data:`NEWTON_TOL` posterior sds (its norm in the frame ``x = V diag(w)^(-1/2) u``) or after
-    :data:`NEWTON_STEPS`; returns the point and its curvature. BFGS (jax.scipy) can stop far from
-    the mode where the log-density is large (its line search loses precision: at d = 20, J = 100
-    it stopped 15 sds away, with a negative curvature, and NUTS's first 100 iterations took
-    85 s); where it converged, this costs the one Hessian the frame needs anyway."""
-    grad = jax.grad(neg)
+    :data:`NEWTON_TOL` posterior sds (its norm in the frame ``x = V diag(w)^(-1/2) u``), no
+    fraction lowers ``neg``, or after :data:`NEWTON_STEPS`; returns the point and its curvature.
+    BFGS (jax.scipy) can stop far from the mode where the log-density is large (its line search
+    loses precision: at d = 20, J = 100 it stopped 15 sds away, with a negative curvature, and
+    NUTS's first 100 iterations took 85 s); where it converged, this costs the one Hessian the
+    frame needs anyway. Each pass of the loop evaluates the point it holds and then steps or
+    stops, so the compiled program traces ``neg`` twice (:func:`_local`, the line search)."""
     fractions = jnp.array([1.0, 0.5, 0.25, 0.125], x.dtype)
-
-    def size(w: Array, V: Array, g: Array) -> Array:
-        return jnp.sqrt(jnp.sum((V.T @ g) ** 2 / w))
-
-    def cond(c: tuple) -> Array:
-        x, w, V, g, i = c
-        return (i < NEWTON_STEPS) & (size(w, V, g) > NEWTON_TOL)
+    k = x.shape[0]
 
     def body(c: tuple) -> tuple:
-        x, w, V, g, i = c
+        x, _, _, i, _ = c
+        f, g, w, V = _local(neg, x)
         step = -V @ ((V.T @ g) / w)
-        f = jax.vmap(lambda t: neg(x + t * step))(fractions)
-        better = jnp.isfinite(f) & (f < neg(x))
+        go = (i < NEWTON_STEPS) & (jnp.sqrt(jnp.sum((V.T @ g) ** 2 / w)) > NEWTON_TOL)
+        trial = jax.vmap(lambda t: neg(x + t * step))(fractions)
+        better = jnp.isfinite(trial) & (trial < f) & go
         x = x + jnp.where(better.any(), fractions[jnp.argmax(better)], 0.0) * step
-        w, V = _curvature(neg, x)
-        return x, w, V, grad(x), jnp.where(better.any(), i + 1, NEWTON_STEPS)
+        return x, w, V, jnp.where(better.any(), i + 1, NEWTON_STEPS), ~better.any()
 
-    w, V = _curvature(neg, x)
-    x, w, V, _, _ = lax.while_loop(cond, body, (x, w, V, grad(x), 0))
+    eye = jnp.eye(k, dtype=x.dtype)
+    x, w, V, _, _ = lax.while_loop(lambda c: ~c[-1], body, (x, jnp.ones(k, x.dtype), eye, 0, jnp.array(False)))
     return x, w, V
 
 
