@@ -84,14 +84,15 @@ PRIOR_DRAWS = 500
 def _predictive_draws(
     theta: jax.Array, sigma2: jax.Array, S: jax.Array, z: jax.Array, sigma_z: jax.Array, key: jax.Array
 ) -> tuple[jax.Array, jax.Array]:
-    """Per draw ``(log p(z~_j | draw) for each party, a replicate of z~)``; ``S`` per draw ``(N, J, d, d)``."""
+    """Per draw ``(log p(z~_j | draw) for each party, a replicate of z~)``; ``S`` per draw ``(N, J, d, d)``
+    or one ``(J, d, d)`` for every draw."""
     keys = jax.random.split(key, theta.shape[0])
 
     def one(th, s2, Sd, k):
         dz = z_dist(Sd, th, s2, sigma_z)
         return dz.log_prob(z), dz.sample(k)
 
-    return jax.vmap(one)(theta, sigma2, S, keys)
+    return jax.vmap(one, (0, 0, 0 if S.ndim == 4 else None, 0))(theta, sigma2, S, keys)
 
 
 _predictive = fit_jit(_predictive_draws)
@@ -123,16 +124,15 @@ def _predictive_groups(
     N = chains * draws
     s2 = np.full(N, sigma2_fixed) if "sigma2" not in post else _flat(post["sigma2"], 2)
     S_hat = np.asarray(nearest_psd(jnp.asarray(st.S)))
+    S = S_hat  # one S for every draw (J d^2 numbers: (N, J, d, d) would be 5 GB at d = 50, J = 100)
     if "S" in latent and np.shape(latent["S"])[-1] == theta.shape[-1]:
-        S = _flat(latent["S"], 2)
-    else:
-        S = np.broadcast_to(S_hat, (N,) + S_hat.shape)
+        S = np.concatenate([_flat(latent["S"], 2), np.broadcast_to(S_hat, (PRIOR_DRAWS,) + S_hat.shape)])
     k_post, k_prior = jax.random.split(key)
     theta_pr, s2_pr = _prior_theta_sigma2(pr, sigma2_fixed, k_prior)
     ll, rep = _predictive(
         jnp.asarray(np.concatenate([_flat(theta, 2), theta_pr])),
         jnp.asarray(np.concatenate([s2, s2_pr])),
-        jnp.asarray(np.concatenate([S, np.broadcast_to(S_hat, (PRIOR_DRAWS,) + S_hat.shape)])),
+        jnp.asarray(S),
         jnp.asarray(st.z),
         jnp.asarray(st.sigma_z),
         k_post,
