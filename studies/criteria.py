@@ -1,7 +1,7 @@
 """The default method against issue 31's criteria, cell by cell (``docs/results/coverage/criteria.md``).
 
     python -m studies.criteria [--dir docs/results/coverage/clt] [--ref-dir docs/results/coverage]
-                               [--default normalx-clt] [--summary]
+                               [--default normalx-clt] [--summary] [--since COMMIT]
 
 Reads the per-replication rows ``{suite}_replications.csv`` of ``studies/coverage.py`` for the
 ``correlated``, ``paper``, ``small`` and ``real`` suites from ``--dir`` (the default method's rows,
@@ -14,12 +14,19 @@ the fit's own prior (``small`` cells and ``-matched-`` real cells), 90% coverage
 of the posterior mean <= 1.25 times the oracle's (the same sampler given the generating ``Sigma_x``
 prior; simulated cells) and <= 1.1 times ``fixeds``' (real-feature cells); fits with a divergent
 transition <= 5%; fits with R-hat > 1.01 <= 2%; at least 100 replications.
+
+``--since COMMIT`` reads only the default method's rows added after ``COMMIT`` (those its CSV files
+did not hold then): the replications a later version of the sampler made, where the CSV files
+continue the same seeded cells across versions.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import math
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -50,11 +57,23 @@ def paired_ratio(a: dict[tuple[str, int], dict], b: dict[tuple[str, int], dict],
     return float(np.sqrt(ea / eb)), len(keys)
 
 
-def cell_rows(suite: str, directory: Path, ref_dir: Path, default: str) -> list[dict]:
-    """One dict per cell of ``suite``: the default's coverage and the criteria that fail."""
-    rows = read_rows(directory / f"{suite}_replications.csv")
+def rows_at(path: Path, commit: str) -> list[dict]:
+    """The rows of the CSV file ``path`` as committed at ``commit`` (none where it did not exist)."""
+    rel = path.resolve().relative_to(REPO)
+    out = subprocess.run(["git", "show", f"{commit}:{rel}"], cwd=REPO, capture_output=True, text=True)
+    return list(csv.DictReader(io.StringIO(out.stdout))) if out.returncode == 0 else []
+
+
+def cell_rows(suite: str, directory: Path, ref_dir: Path, default: str, since: str | None = None) -> list[dict]:
+    """One dict per cell of ``suite``: the default's coverage and the criteria that fail (with
+    ``since``, over the default's rows added after that commit)."""
+    path = directory / f"{suite}_replications.csv"
+    rows = read_rows(path)
     ref_rows = read_rows(ref_dir / f"{suite}_replications.csv") if ref_dir != directory else []
     mine = _by_rep(rows, default)
+    if since is not None:
+        old = _by_rep(rows_at(path, since), default)
+        mine = {k: v for k, v in mine.items() if k not in old}
     fixeds = _by_rep(rows, "fixeds") or _by_rep(ref_rows, "fixeds")
     oracles = [_by_rep(rows, o) or _by_rep(ref_rows, o) for o in ORACLES.get(default, ())]
     out = []
@@ -110,13 +129,13 @@ def cell_rows(suite: str, directory: Path, ref_dir: Path, default: str) -> list[
     return out
 
 
-def table(directory: Path, ref_dir: Path, default: str) -> str:
+def table(directory: Path, ref_dir: Path, default: str, since: str | None = None) -> str:
     lines = [
         "| cell | reps | 90% | 50% | RMSE ratio (paired reps) | fits with a divergence | R-hat > 1.01 | fails |",
         "|---" * 8 + "|",
     ]
     for suite in SUITES:
-        for r in cell_rows(suite, directory, ref_dir, default):
+        for r in cell_rows(suite, directory, ref_dir, default, since):
             ratio = f"{r['ratio']:.2f} to {r['label']} ({r['paired']})" if r["paired"] else "-"
             lines.append(
                 f"| {r['cell']} | {r['reps']} | {r['c90']:.3f} ± {r['c90_se']:.3f} | {r['c50']:.3f} ± "
@@ -126,7 +145,7 @@ def table(directory: Path, ref_dir: Path, default: str) -> str:
     return "\n".join(lines)
 
 
-def summary(directory: Path, ref_dir: Path, default: str) -> str:
+def summary(directory: Path, ref_dir: Path, default: str, since: str | None = None) -> str:
     """Per suite: ranges over cells, and the cells that miss a coverage criterion (the README's table)."""
     lines = [
         "| suite (cells) | replications a cell | 90% coverage | 50% coverage | fits with a divergence | "
@@ -135,7 +154,7 @@ def summary(directory: Path, ref_dir: Path, default: str) -> str:
     ]
     rng = lambda v, nd=2: f"{min(v):.{nd}f}-{max(v):.{nd}f}"
     for suite in SUITES:
-        rs = cell_rows(suite, directory, ref_dir, default)
+        rs = cell_rows(suite, directory, ref_dir, default, since)
         if not rs:
             continue
         low = sum(any(f.startswith(("90%", "50%")) and "above" not in f for f in r["fails"]) for r in rs)
@@ -170,13 +189,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--ref-dir", default=str(REPO / "docs" / "results" / "coverage"))
     ap.add_argument("--default", default="normalx-clt")
     ap.add_argument("--summary", action="store_true", help="print only the per-suite ranges (the README's table)")
+    ap.add_argument("--since", default=None, help="only the default's rows added after this commit")
     args = ap.parse_args(argv)
     d, r = Path(args.dir), Path(args.ref_dir)
     if args.summary:
-        print(summary(d, r, args.default))
+        print(summary(d, r, args.default, args.since))
         return
     print(header(d, r, args.default))
-    print(table(d, r, args.default))
+    print(table(d, r, args.default, args.since))
 
 
 if __name__ == "__main__":

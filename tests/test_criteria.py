@@ -44,3 +44,21 @@ def test_each_criterion_fails_where_it_should(tmp_path):
     assert sm["fails"] == ["50% (> 2 se)", "90% above 0.95", "reps"] and sm["paired"] == 0  # matched: no oracle
     table = criteria.table(tmp_path, tmp_path, "normalx-clt")
     assert f"| {CELL} | 100 | 0.800 ± 0.000 |" in table and "1.41 to oracle (50)" in table
+
+
+def test_since_reads_only_the_rows_a_later_version_added(tmp_path, monkeypatch):
+    old = [_row(CELL, r, "normalx-clt", 1.0, c90=0.0, div=1, rhat=1.5) for r in range(60)]
+    new = [_row(CELL, r, "normalx-clt", 1.0) for r in range(60, 100)]
+    _write(tmp_path / "correlated_replications.csv", old + new)
+    seen = []
+
+    def at(path, commit):
+        seen.append((path.name, commit))
+        return [{k: str(v) for k, v in r.items()} for r in old]
+
+    monkeypatch.setattr(criteria, "rows_at", at)
+    (corr,) = criteria.cell_rows("correlated", tmp_path, tmp_path, "normalx-clt", since="abc123")
+    assert seen == [("correlated_replications.csv", "abc123")]
+    assert corr["reps"] == 40 and corr["c90"] == 0.9 and corr["divergent"] == 0.0 and corr["rhat"] == 0.0
+    (every,) = criteria.cell_rows("correlated", tmp_path, tmp_path, "normalx-clt")
+    assert every["reps"] == 100 and every["divergent"] == 0.6
