@@ -185,22 +185,55 @@ def test_calibrate_joint_split_auto():
         calibrate(eps, delta, xb, yb, "both")
 
 
-def test_clip_scales_rows_onto_the_ball_and_clips_y():
+def test_clip_scales_each_row_as_a_whole_onto_the_bounds():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(200, 3)) * 2
     y = rng.normal(size=200) * 2
     Xc, yc, rep = clip(X, y, 2.5, 1.5)
     norms, norms_c = np.linalg.norm(X, axis=1), np.linalg.norm(Xc, axis=1)
-    inside = norms <= 2.5
-    np.testing.assert_array_equal(Xc[inside], X[inside])
-    np.testing.assert_allclose(norms_c[~inside], 2.5, rtol=1e-12)
-    assert norms_c.max() <= 2.5
+    out = (norms > 2.5) | (np.abs(y) > 1.5)
+    np.testing.assert_array_equal(Xc[~out], X[~out])
+    np.testing.assert_array_equal(yc[~out], y[~out])
+    assert norms_c.max() <= 2.5 and np.abs(yc).max() <= 1.5
+    # one factor per row, the smallest that brings both x and y inside, so one of them sits on its bound
+    c = np.minimum(1.0, np.minimum(2.5 / norms, 1.5 / np.abs(y)))
+    np.testing.assert_allclose(Xc, X * c[:, None], rtol=1e-12)
+    np.testing.assert_allclose(yc, y * c, rtol=1e-12)
+    on_bound = np.isclose(norms_c[out], 2.5, rtol=1e-12) | np.isclose(np.abs(yc[out]), 1.5, rtol=1e-12)
+    assert on_bound.all()
     # clipping is idempotent: clipped data is within the bounds and is not clipped again
     _, _, again = clip(Xc, yc, 2.5, 1.5)
     assert not again.any_clipped
-    # direction kept
-    np.testing.assert_allclose(Xc[~inside] / norms_c[~inside, None], X[~inside] / norms[~inside, None], rtol=1e-12)
-    assert rep.n_x_clipped == int((~inside).sum()) > 0
+    assert rep.n_x_clipped == int((norms > 2.5).sum()) > 0
     assert rep.n_y_clipped == int((np.abs(y) > 1.5).sum()) > 0
-    assert np.abs(yc).max() <= 1.5
-    assert "scaled onto the ball" in str(rep)
+    assert rep.n_scaled == int(out.sum())
+    assert "scaled, x and y together" in str(rep)
+
+
+def test_clip_keeps_an_exact_linear_relation():
+    """Scaling whole rows is a weighting: ``S^{-1} z`` of exactly linear data is ``theta`` however many
+    rows the bounds clip; clipping ``x`` and ``y`` separately would not keep it."""
+    rng = np.random.default_rng(2)
+    X = rng.standard_t(3, size=(500, 4)) @ rng.normal(size=(4, 4))
+    theta = rng.normal(size=4)
+    y = X @ theta
+    xb, yb = np.quantile(np.linalg.norm(X, axis=1), 0.6), np.quantile(np.abs(y), 0.6)
+    Xc, yc, rep = clip(X, y, xb, yb)
+    assert rep.n_scaled > 200
+    np.testing.assert_allclose(np.linalg.solve(Xc.T @ Xc, Xc.T @ yc), theta, rtol=1e-9)
+    separate = np.clip(y, -yb, yb)
+    assert not np.allclose(np.linalg.solve(Xc.T @ Xc, Xc.T @ separate), theta, rtol=1e-2)
+
+
+def test_clip_scales_huge_rows_along_their_direction():
+    X = np.array([[1e200, 1e200], [1e300, -1e300], [0.0, 0.0]])
+    y = np.array([1.0, 1e300, 5.0])
+    Xc, yc, rep = clip(X, y, 1.0, 2.0)
+    assert np.all(np.isfinite(Xc)) and np.all(np.isfinite(yc))
+    np.testing.assert_allclose(Xc[0], [2**-0.5, 2**-0.5], rtol=1e-12)
+    np.testing.assert_allclose(yc[0], 2**-0.5 * 1e-200, rtol=1e-12)
+    np.testing.assert_allclose(Xc[1] / np.linalg.norm(Xc[1]), [2**-0.5, -(2**-0.5)], rtol=1e-12)
+    assert np.linalg.norm(Xc[1]) <= 1.0 and abs(yc[1]) <= 2.0
+    np.testing.assert_array_equal(Xc[2], [0.0, 0.0])
+    np.testing.assert_allclose(yc[2], 2.0, rtol=1e-12)
+    assert rep.n_scaled == 3

@@ -61,7 +61,7 @@ def test_seed_reproducible_and_os_entropy_by_default():
 def test_data_outside_bounds_is_clipped_before_release():
     X, y = _data(scale=3.0)
     y = y * 5
-    with pytest.warns(ClippingWarning, match="rows had"):
+    with pytest.warns(ClippingWarning, match="rows were scaled, x and y together"):
         s = release(X, y, seed=5, **KW)
     from bayes_dpreg.privacy.gaussian import clip
 

@@ -15,9 +15,10 @@ only through the mechanism. The two queries are recorded in the ledger as one en
 (``delta = 0``) and composed with the Gaussian releases there
 (:mod:`bayes_dpreg.privacy.ledger`).
 
-Which quantile: with ``q`` the proposal clips about ``1 - q`` of the rows (a bias in
-``S`` and ``z`` of that order in the tails) and cuts the noise sd by about
-``(max norm / quantile)^2`` against bounds at the maximum.
+Which quantile: with ``q`` the proposal scales about ``1 - q`` of the rows onto the bounds
+(:func:`~bayes_dpreg.privacy.gaussian.clip`: a down-weighting of those rows, with a small
+bias toward zero where ``|y|`` sets the scale; ``python -m studies.clipping``) and cuts the
+noise sd by about ``(max norm / quantile)^2`` against bounds at the maximum.
 ``python -m studies.bounds_tradeoff`` draws the trade-off on real data
 (``docs/privacy.md``).
 """

@@ -434,36 +434,36 @@ class NotPrivateWarning(UserWarning):
 
 
 class ClippingWarning(UserWarning):
-    """Rows of the private data lay outside the declared bounds and were clipped."""
+    """Rows of the private data lay outside the declared bounds and were scaled onto them."""
 
 
 @dataclass(frozen=True)
 class ClipReport:
-    """What :func:`clip` changed; for the releasing party only, never released."""
+    """What :func:`clip` changed; for the releasing party only, never released. ``n_x_clipped``:
+    rows with ``||x|| > x_bound``; ``n_y_clipped``: rows with ``|y| > y_bound``; ``n_scaled``:
+    rows with either (each scaled as a whole)."""
 
     n_rows: int
     n_x_clipped: int
     n_y_clipped: int
     max_x_norm: float
     max_abs_y: float
+    n_scaled: int
 
     @property
     def any_clipped(self) -> bool:
-        return self.n_x_clipped > 0 or self.n_y_clipped > 0
+        return self.n_scaled > 0
 
     def __str__(self) -> str:
-        parts = []
+        if not self.n_scaled:
+            return f"none of {self.n_rows} rows was clipped"
+        why = []
         if self.n_x_clipped:
-            parts.append(
-                f"{self.n_x_clipped} of {self.n_rows} rows had ||x|| > x_bound (largest {self.max_x_norm:.4g}) "
-                "and were scaled onto the ball"
-            )
+            why.append(f"{self.n_x_clipped} had ||x|| > x_bound, largest {self.max_x_norm:.4g}")
         if self.n_y_clipped:
-            parts.append(
-                f"{self.n_y_clipped} of {self.n_rows} responses had |y| > y_bound (largest {self.max_abs_y:.4g}) "
-                "and were clipped"
-            )
-        return "; ".join(parts) or f"none of {self.n_rows} rows was clipped"
+            why.append(f"{self.n_y_clipped} had |y| > y_bound, largest {self.max_abs_y:.4g}")
+        head = f"{self.n_scaled} of {self.n_rows} rows were scaled, x and y together, onto the bounds"
+        return f"{head} ({'; '.join(why)})"
 
 
 def _rows_by_peak(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -484,27 +484,50 @@ def row_norms(X: np.ndarray) -> np.ndarray:
 
 
 def clip(X: np.ndarray, y: np.ndarray, x_bound: float, y_bound: float) -> tuple[np.ndarray, np.ndarray, ClipReport]:
-    """Enforce the declared bounds: rows with ``||x|| > x_bound`` are scaled onto
-    the ball of radius ``x_bound``; ``y`` is clipped to ``[-y_bound, y_bound]``.
+    r"""Enforce the declared bounds by scaling each row ``(x_i, y_i)`` as a whole:
 
-    Returns the clipped copies and a :class:`ClipReport`. The inputs must
-    already be validated (finite, shapes ``(n, d)`` and ``(n,)``).
+    .. math::
+        (x_i, y_i) \mapsto c_i (x_i, y_i), \qquad
+        c_i = \min\left(1, \frac{B_x}{\lVert x_i\rVert}, \frac{B_y}{|y_i|}\right).
+
+    Then ``S = sum_i c_i^2 x_i x_i^T`` and ``z = sum_i c_i^2 x_i y_i`` are the sufficient
+    statistics of least squares weighted by ``c_i^2``, which estimates the same ``theta`` as
+    the unclipped rows whenever ``y = x^T theta + e`` with ``E[e | x] = 0`` and the weights depend
+    on ``x`` alone; only rows scaled for ``|y_i|`` carry a (small) weight that depends on the noise.
+    Clipping ``x`` and ``y`` separately instead (``x`` onto the ball, ``y`` to the interval)
+    gives ``E z = sum_i c_i x_i x_i^T theta != S theta``: a bias of the order of the clipped
+    share, measured by ``python -m studies.clipping`` (``docs/privacy.md``). Either map is a
+    function of one row with values inside the bounds, so the release's sensitivity and its
+    privacy are the same.
+
+    Norms are computed without overflow (:func:`row_norms`). Returns the scaled copies and a
+    :class:`ClipReport`. The inputs must already be validated (finite, shapes ``(n, d)`` and
+    ``(n,)``).
     """
     _check_positive("x_bound", x_bound)
     _check_positive("y_bound", y_bound)
     norms, unit, unit_norms = _rows_by_peak(X)
-    over = norms > x_bound  # an infinite norm is clipped too
-    # a few ulps inside the ball, so that rounding never leaves a clipped row outside it
-    shrink = x_bound * (1.0 - 8.0 * np.finfo(np.float64).eps)
-    Xc = np.where(over[:, None], unit * (shrink / np.where(over, unit_norms, 1.0))[:, None], X)
-    y_over = np.abs(y) > y_bound
-    yc = np.clip(y, -y_bound, y_bound)
+    x_over = norms > x_bound  # an infinite norm is clipped too
+    abs_y = np.abs(y)
+    y_over = abs_y > y_bound
+    # a few ulps inside the bounds, so that rounding never leaves a scaled row outside them
+    inside = 1.0 - 8.0 * np.finfo(np.float64).eps
+    # c_i as a multiple of the row's peak |entry| (x_i = peak_i * unit_i), so that no product overflows
+    peak = np.max(np.abs(X), axis=1, initial=0.0)
+    c_y = np.where(y_over, y_bound * inside / np.where(y_over, abs_y, 1.0), 1.0)
+    g_x = np.where(x_over, x_bound * inside / np.where(x_over, unit_norms, 1.0), np.inf)
+    g = np.minimum(np.minimum(peak, g_x), peak * c_y)  # = peak_i * c_i
+    c = np.where(peak > 0, g / np.where(peak > 0, peak, 1.0), c_y)
+    scaled = x_over | y_over
+    Xc = np.where(scaled[:, None], unit * g[:, None], X)
+    yc = np.where(scaled, y * c, y)
     report = ClipReport(
         n_rows=int(X.shape[0]),
-        n_x_clipped=int(over.sum()),
+        n_x_clipped=int(x_over.sum()),
         n_y_clipped=int(y_over.sum()),
         max_x_norm=float(norms.max(initial=0.0)),
-        max_abs_y=float(np.abs(y).max(initial=0.0)),
+        max_abs_y=float(abs_y.max(initial=0.0)),
+        n_scaled=int(scaled.sum()),
     )
     return Xc, yc, report
 

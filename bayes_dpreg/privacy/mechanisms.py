@@ -236,8 +236,9 @@ def release(
 ) -> NoisyStats:
     """Release ``(S~, z~)`` of one party under (epsilon, delta)-DP (replacement neighbours).
 
-    Rows with ``||x|| > x_bound`` are scaled onto the ball and ``y`` is clipped
-    to ``[-y_bound, y_bound]`` first; a :class:`~bayes_dpreg.privacy.gaussian.ClippingWarning`
+    Rows with ``||x|| > x_bound`` or ``|y| > y_bound`` are first scaled, ``x`` and ``y`` together,
+    onto the bounds (:func:`~bayes_dpreg.privacy.gaussian.clip`: a weighting, not a bias in
+    ``theta``); a :class:`~bayes_dpreg.privacy.gaussian.ClippingWarning`
     tells the caller how many (this count is *not* released). The noise sds
     come from :func:`~bayes_dpreg.privacy.gaussian.calibrate`; ``calibration="as_published"``
     (the authors' under-calibrated noise, for reproductions only) is not private and

@@ -341,11 +341,11 @@ def batches(
 
 
 class Accumulated:
-    """The exact Gram of the clipped rows (``S``, ``z``, ``y^T y``) and the clipping counts."""
+    """The exact Gram of the clipped (scaled) rows (``S``, ``z``, ``y^T y``) and the clipping counts."""
 
     def __init__(self) -> None:
         self.gram: Gram | None = None
-        self.x_clipped = self.y_clipped = 0
+        self.x_clipped = self.y_clipped = self.scaled = 0
         self.max_x_norm = self.max_abs_y = 0.0
 
     def add(self, gram: Gram, rep: ClipReport) -> None:
@@ -355,6 +355,7 @@ class Accumulated:
             self.gram.merge(gram)
         self.x_clipped += rep.n_x_clipped
         self.y_clipped += rep.n_y_clipped
+        self.scaled += rep.n_scaled
         self.max_x_norm = max(self.max_x_norm, rep.max_x_norm)
         self.max_abs_y = max(self.max_abs_y, rep.max_abs_y)
 
@@ -370,6 +371,7 @@ class Accumulated:
             n_y_clipped=self.y_clipped,
             max_x_norm=self.max_x_norm,
             max_abs_y=self.max_abs_y,
+            n_scaled=self.scaled,
         )
 
 
