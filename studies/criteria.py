@@ -1,6 +1,6 @@
 """The default method against issue 31's criteria, cell by cell (``docs/results/coverage/criteria.md``).
 
-    python -m studies.criteria [--dir docs/results/coverage/clt] [--ref-dir docs/results/coverage]
+    python -m studies.criteria [--dir DIR [DIR ...]] [--ref-dir docs/results/coverage]
                                [--default normalx-clt] [--summary] [--since COMMIT]
 
 Reads the per-replication rows ``{suite}_replications.csv`` of ``studies/coverage.py`` for the
@@ -64,32 +64,56 @@ def rows_at(path: Path, commit: str) -> list[dict]:
     return list(csv.DictReader(io.StringIO(out.stdout))) if out.returncode == 0 else []
 
 
-def cell_rows(suite: str, directory: Path, ref_dir: Path, default: str, since: str | None = None) -> list[dict]:
-    """One dict per cell of ``suite``: the default's coverage and the criteria that fail (with
-    ``since``, over the default's rows added after that commit)."""
-    path = directory / f"{suite}_replications.csv"
-    rows = read_rows(path)
-    ref_rows = read_rows(ref_dir / f"{suite}_replications.csv") if ref_dir != directory else []
-    mine = _by_rep(rows, default)
-    if since is not None:
-        old = _by_rep(rows_at(path, since), default)
-        mine = {k: v for k, v in mine.items() if k not in old}
-    fixeds = _by_rep(rows, "fixeds") or _by_rep(ref_rows, "fixeds")
-    oracles = [_by_rep(rows, o) or _by_rep(ref_rows, o) for o in ORACLES.get(default, ())]
+def _sources(suite: str, dirs: list[Path], ref_dir: Path) -> list[tuple[Path, list[dict]]]:
+    """``(csv path, rows)`` of ``suite`` in ``dirs`` and then ``ref_dir``, in that order of precedence."""
+    paths = [d / f"{suite}_replications.csv" for d in dirs]
+    ref = ref_dir / f"{suite}_replications.csv"
+    if ref.resolve() not in [p.resolve() for p in paths]:
+        paths.append(ref)
+    return [(p, read_rows(p)) for p in paths]
+
+
+def _as_list(dirs: Path | list[Path]) -> list[Path]:
+    return [dirs] if isinstance(dirs, Path) else list(dirs)
+
+
+def _first(sources: list[tuple[Path, dict]], cell: str) -> tuple[Path | None, dict]:
+    """The first source holding replications of ``cell``, and those replications."""
+    for path, by in sources:
+        mine = {k: v for k, v in by.items() if k[0] == cell}
+        if mine:
+            return path, mine
+    return None, {}
+
+
+def cell_rows(suite: str, dirs: Path | list[Path], ref_dir: Path, default: str, since: str | None = None) -> list[dict]:
+    """One dict per cell of ``suite``: the default's coverage and the criteria that fail. Each cell's
+    rows come from the first of ``dirs`` that has the default's rows of it (with ``since``, those added
+    after that commit); its reference (``fixeds``, the oracle) from the same directory if it has one,
+    else the first other source (``dirs``, then ``ref_dir``) that has."""
+    sources = _sources(suite, _as_list(dirs), ref_dir)
+    mine_by = []
+    for path, rows in sources:
+        by = _by_rep(rows, default)
+        if since is not None:
+            old = _by_rep(rows_at(path, since), default)
+            by = {k: v for k, v in by.items() if k not in old}
+        mine_by.append((path, by))
     out = []
     for c in cells(suite):
-        rs = [r for k, r in mine.items() if k[0] == c["id"]]
-        if not rs:
+        home, mine = _first(mine_by, c["id"])
+        if not mine:
             continue
+        order = sorted(sources, key=lambda s: s[0] != home)  # the default's own directory first
+        rs = list(mine.values())
         n = len(rs)
         c90, c50 = (np.array([_num(r, k) for r in rs]) for k in ("cover90", "cover50"))
         matched = c.get("prior") == "matched"
-        ref: dict[tuple[str, int], dict] | None
-        if suite == "real":
-            ref, limit, label = fixeds, MAX_FIXEDS, "fixeds"
-        else:  # where the fit's prior generated the truth (matched) the default is its own oracle
-            ref = None if matched else next((o for o in oracles if any(k[0] == c["id"] for k in o)), None)
-            limit, label = MAX_ORACLE, "oracle"
+        refs = ("fixeds",) if suite == "real" else () if matched else ORACLES.get(default, ())
+        limit, label = (MAX_FIXEDS, "fixeds") if suite == "real" else (MAX_ORACLE, "oracle")
+        ref: dict[tuple[str, int], dict] = {}
+        for method in refs:  # where the fit's prior generated the truth (matched) the default is its own oracle
+            ref = ref or _first([(p, _by_rep(rows, method)) for p, rows in order], c["id"])[1]
         ratio, paired = paired_ratio(mine, ref, c["id"]) if ref else (math.nan, 0)
         div = float(np.mean([_num(r, "divergences") > 0 for r in rs]))
         rhat = float(np.mean([_num(r, "max_rhat") > 1.01 for r in rs]))
@@ -121,6 +145,7 @@ def cell_rows(suite: str, directory: Path, ref_dir: Path, default: str, since: s
                 ratio=ratio,
                 paired=paired,
                 label=label if paired else "",
+                source=home.parent.name if home else "",
                 divergent=div,
                 rhat=rhat,
                 fails=fails,
@@ -129,23 +154,26 @@ def cell_rows(suite: str, directory: Path, ref_dir: Path, default: str, since: s
     return out
 
 
-def table(directory: Path, ref_dir: Path, default: str, since: str | None = None) -> str:
+def table(dirs: Path | list[Path], ref_dir: Path, default: str, since: str | None = None) -> str:
+    dirs = _as_list(dirs)
+    many = len(dirs) > 1
     lines = [
-        "| cell | reps | 90% | 50% | RMSE ratio (paired reps) | fits with a divergence | R-hat > 1.01 | fails |",
-        "|---" * 8 + "|",
+        "| cell | reps | 90% | 50% | RMSE ratio (paired reps) | fits with a divergence | R-hat > 1.01 | fails |"
+        + (" rows |" if many else ""),
+        "|---" * (9 if many else 8) + "|",
     ]
     for suite in SUITES:
-        for r in cell_rows(suite, directory, ref_dir, default, since):
+        for r in cell_rows(suite, dirs, ref_dir, default, since):
             ratio = f"{r['ratio']:.2f} to {r['label']} ({r['paired']})" if r["paired"] else "-"
             lines.append(
                 f"| {r['cell']} | {r['reps']} | {r['c90']:.3f} ± {r['c90_se']:.3f} | {r['c50']:.3f} ± "
                 f"{r['c50_se']:.3f} | {ratio} | {r['divergent']:.3f} | {r['rhat']:.3f} | "
-                f"{', '.join(r['fails']) or '-'} |"
+                f"{', '.join(r['fails']) or '-'} |" + (f" `{r['source']}` |" if many else "")
             )
     return "\n".join(lines)
 
 
-def summary(directory: Path, ref_dir: Path, default: str, since: str | None = None) -> str:
+def summary(dirs: Path | list[Path], ref_dir: Path, default: str, since: str | None = None) -> str:
     """Per suite: ranges over cells, and the cells that miss a coverage criterion (the README's table)."""
     lines = [
         "| suite (cells) | replications a cell | 90% coverage | 50% coverage | fits with a divergence | "
@@ -154,7 +182,7 @@ def summary(directory: Path, ref_dir: Path, default: str, since: str | None = No
     ]
     rng = lambda v, nd=2: f"{min(v):.{nd}f}-{max(v):.{nd}f}"
     for suite in SUITES:
-        rs = cell_rows(suite, directory, ref_dir, default, since)
+        rs = cell_rows(suite, dirs, ref_dir, default, since)
         if not rs:
             continue
         low = sum(any(f.startswith(("90%", "50%")) and "above" not in f for f in r["fails"]) for r in rs)
@@ -167,11 +195,16 @@ def summary(directory: Path, ref_dir: Path, default: str, since: str | None = No
     return "\n".join(lines)
 
 
-def header(directory: Path, ref_dir: Path, default: str) -> str:
+def header(dirs: list[Path], ref_dir: Path, default: str) -> str:
     rel = lambda p: p.resolve().relative_to(REPO) if p.resolve().is_relative_to(REPO) else p
+    many = (
+        " Each cell's rows come from the first directory of `--dir` that has them (column `rows`)."
+        if len(dirs) > 1
+        else ""
+    )
     return (
         f"# `{default}` against issue 31's criteria, cell by cell\n\n"
-        f"command: `python -m studies.criteria --dir {rel(directory)} --ref-dir {rel(ref_dir)} "
+        f"command: `python -m studies.criteria --dir {' '.join(str(rel(d)) for d in dirs)} --ref-dir {rel(ref_dir)} "
         f"--default {default}`\n\n"
         f"Per cell: 90% coverage >= {MIN_90} and 50% >= {MIN_50} (and 90% <= {MAX_90_MATCHED} where the truth is "
         f"drawn from the fit's prior: `small`, `-matched-`); RMSE of the posterior mean <= {MAX_ORACLE} times the "
@@ -179,19 +212,24 @@ def header(directory: Path, ref_dir: Path, default: str) -> str:
         f"times `fixeds`' (real features), paired over the replications both fitted; fits with a divergent "
         f"transition <= {MAX_DIVERGENT:.0%}; R-hat > 1.01 in <= {MAX_RHAT:.0%} of fits; >= {MIN_REPS} replications. "
         "Coverage ± its Monte-Carlo standard error (the sd over replications / sqrt(reps)); `(> 2 se)`: below "
-        "the criterion by more than two standard errors.\n"
+        "the criterion by more than two standard errors." + many + "\n"
     )
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dir", default=str(REPO / "docs" / "results" / "coverage" / "clt"))
+    ap.add_argument(
+        "--dir",
+        nargs="+",
+        default=[str(REPO / "docs" / "results" / "coverage" / "clt")],
+        help="directories of rows, in order of precedence per cell",
+    )
     ap.add_argument("--ref-dir", default=str(REPO / "docs" / "results" / "coverage"))
     ap.add_argument("--default", default="normalx-clt")
     ap.add_argument("--summary", action="store_true", help="print only the per-suite ranges (the README's table)")
     ap.add_argument("--since", default=None, help="only the default's rows added after this commit")
     args = ap.parse_args(argv)
-    d, r = Path(args.dir), Path(args.ref_dir)
+    d, r = [Path(x) for x in args.dir], Path(args.ref_dir)
     if args.summary:
         print(summary(d, r, args.default, args.since))
         return

@@ -62,3 +62,24 @@ def test_since_reads_only_the_rows_a_later_version_added(tmp_path, monkeypatch):
     assert corr["reps"] == 40 and corr["c90"] == 0.9 and corr["divergent"] == 0.0 and corr["rhat"] == 0.0
     (every,) = criteria.cell_rows("correlated", tmp_path, tmp_path, "normalx-clt")
     assert every["reps"] == 100 and every["divergent"] == 0.6
+
+
+def test_each_cell_reads_the_first_directory_that_has_it(tmp_path):
+    new, old, ref = (tmp_path / n for n in ("new", "old", "ref"))
+    for p in (new, old, ref):
+        p.mkdir()
+    other = "corr-lkj-d5-J3-n300-eps0.5-quantile"
+    _write(new / "correlated_replications.csv",
+           [_row(CELL, r, "normalx-clt", 1.0, c90=0.95) for r in range(100)]
+           + [_row(CELL, r, "oracle-clt", 4.0) for r in range(20)])
+    _write(old / "correlated_replications.csv",
+           [_row(c, r, "normalx-clt", 1.0, c90=0.5) for c in (CELL, other) for r in range(100)]
+           + [_row(c, r, "oracle-clt", 0.25) for c in (CELL, other) for r in range(30)])
+    _write(ref / "correlated_replications.csv", [_row(other, r, "oracle", 1.0) for r in range(40)])
+    first, second = criteria.cell_rows("correlated", [new, old], ref, "normalx-clt")
+    assert (first["cell"], first["source"], first["c90"]) == (CELL, "new", 0.95)
+    assert (first["paired"], first["ratio"]) == (20, pytest.approx(0.5))  # the oracle of its own directory
+    assert (second["cell"], second["source"], second["c90"]) == (other, "old", 0.5)
+    assert (second["paired"], second["ratio"]) == (30, pytest.approx(2.0))  # oracle-clt before the nuts oracle
+    table = criteria.table([new, old], ref, "normalx-clt")
+    assert "| `new` |" in table and "| `old` |" in table
