@@ -37,6 +37,7 @@ def _release_all(
     intercept=False,
     ledger=None,
     columns=None,
+    bound_quantile=None,
 ):
     """Release every party's statistics; collect each party's private clipping report."""
     from .privacy.gaussian import ClippingWarning
@@ -50,9 +51,11 @@ def _release_all(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ClippingWarning)
             if mechanism == "ssp":
-                stats.append(release(Xj, yj, intercept=intercept, columns=columns, **kw))
-            elif intercept:
-                raise ValueError(f"--intercept is only available for the ssp mechanism, not {mechanism!r}")
+                stats.append(release(Xj, yj, intercept=intercept, columns=columns, bound_quantile=bound_quantile, **kw))
+            elif intercept or bound_quantile is not None:
+                raise ValueError(
+                    f"--intercept and --bound-quantile are only available for the ssp mechanism, not {mechanism!r}"
+                )
             else:
                 stats.append({"adassp": release_adassp, "bs": release_bs}[mechanism](Xj, yj, columns=columns, **kw))
         notes += [f"  {names[j]}: {w.message}" for w in caught if issubclass(w.category, ClippingWarning)]
@@ -146,6 +149,7 @@ def cmd_release(args: argparse.Namespace) -> int:
         intercept=args.intercept,
         ledger=ledger,
         columns=args.columns,
+        bound_quantile=args.bound_quantile,
     )
     if notes:
         print("clipping (for you only; not written to the file):")
@@ -194,7 +198,7 @@ def cmd_bounds(args: argparse.Namespace) -> int:
     )
     print(
         f"proposed (eps = {pb.epsilon:g}, quantile {pb.quantile:g}; safe to publish): "
-        f"--x-bound {pb.x_bound:.6g} --y-bound {pb.y_bound:.6g}"
+        f"--x-bound {pb.x_bound:.6g} --y-bound {pb.y_bound:.6g} --bound-quantile {pb.quantile:g}"
     )
     print(
         f"for you only: these bounds would clip {100 * pb.x_clipped:.2f}% of the {pb.n_rows} rows' x "
@@ -428,8 +432,8 @@ def _table_arguments(p: argparse.ArgumentParser) -> None:
 _PRIVACY_HELP = {
     "epsilon": "privacy parameter epsilon of each party's release (> 0)",
     "delta": "privacy parameter delta of each party's release, in (0, 1)",
-    "x_bound": "declared public bound on the row norm ||x||; rows beyond it are scaled onto it",
-    "y_bound": "declared public bound on |y|; responses beyond it are clipped",
+    "x_bound": "declared public bound on the row norm ||x||; rows beyond it are scaled onto it, x and y together",
+    "y_bound": "declared public bound on |y|; a row whose |y| exceeds it is scaled onto it, x and y together",
 }
 
 
@@ -491,6 +495,14 @@ def _add_release(sub: argparse._SubParsersAction) -> None:
         help="ssp (default: S and z, for every method but bs/adassp), adassp or bs",
     )
     r.add_argument("--intercept", action="store_true", help="release the statistics of [1, x] (normalx-intercept)")
+    r.add_argument(
+        "--bound-quantile",
+        dest="bound_quantile",
+        type=float,
+        default=None,
+        help="the quantile the bounds were proposed at (what `bayes-dpreg bounds` prints), recorded with the "
+        "release so that the default prior reads the response's scale as its maximum",
+    )
     r.add_argument("--force", action="store_true", help="replace the output file if it exists")
     _table_arguments(r)
     r.add_argument("-o", "--output", required=True, help="the statistics file to write (JSON)")

@@ -39,6 +39,7 @@ class StackedStats(NamedTuple):
     parties: tuple[str, ...] = ()  # (J,) distinct names of the parties
     features: tuple[tuple[str, ...] | None, ...] = ()  # (J,) the feature columns' names each release carries
     release_ids: tuple[str, ...] = ()  # (J,)
+    bound_quantiles: tuple[float | None, ...] = ()  # (J,) the quantile each party's bounds were proposed at
 
     @property
     def J(self) -> int:
@@ -51,7 +52,9 @@ class StackedStats(NamedTuple):
     def arrays(self) -> StackedStats:
         """The statistics without their labels: every leaf numeric, for ``jax.tree`` operations that
         stack or batch many releases (replication studies)."""
-        return self._replace(mechanisms=(), intercept=False, parties=(), features=(), release_ids=())
+        return self._replace(
+            mechanisms=(), intercept=False, parties=(), features=(), release_ids=(), bound_quantiles=()
+        )
 
     def feature_names(self) -> tuple[str, ...] | None:
         """The features' names the releases carry, or ``None``; all parties must agree (a party
@@ -116,4 +119,5 @@ def stack_stats(stats: NoisyStats | Sequence[NoisyStats]) -> StackedStats:
         parties=party_names(stats),
         features=tuple(s.features for s in stats),
         release_ids=tuple(s.release_id for s in stats),
+        bound_quantiles=tuple(s.bound_quantile for s in stats),
     )

@@ -244,9 +244,10 @@ def _releases(
     from bayes_dpreg.privacy.mechanisms import release_bs
 
     parts = bd.split_parties(X, y, J)
+    qs: list[float | None] = [None] * J
     if bounds == "quantile":  # each party's own private bounds (OpenDP; not reproducible by a seed)
         pb = [bd.propose_bounds(Xj, yj, epsilon=2.0) for Xj, yj in parts]
-        xbs, ybs = [b.x_bound for b in pb], [b.y_bound for b in pb]
+        xbs, ybs, qs = [b.x_bound for b in pb], [b.y_bound for b in pb], [b.quantile for b in pb]
     else:
         xbs = [float(np.linalg.norm(X, axis=1).max()) * (1 + 1e-12)] * J
         ybs = [float(np.abs(y).max()) * (1 + 1e-12)] * J
@@ -254,8 +255,10 @@ def _releases(
     out = {}
     for kind, sk in zip(sorted(kinds), s_noise.spawn(len(kinds))):
         out[kind] = [
-            fns[kind](Xj, yj, epsilon=eps, delta=1e-5, x_bound=xb, y_bound=yb, seed=sj)
-            for (Xj, yj), xb, yb, sj in zip(parts, xbs, ybs, sk.spawn(J))
+            fns[kind](
+                Xj, yj, epsilon=eps, delta=1e-5, x_bound=xb, y_bound=yb, seed=sj, **({"bound_quantile": q} if q else {})
+            )
+            for (Xj, yj), xb, yb, q, sj in zip(parts, xbs, ybs, qs, sk.spawn(J))
         ]
     return out
 

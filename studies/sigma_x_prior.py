@@ -3,7 +3,8 @@ earlier inverse-Wishart default, the oracle (the generating ``Sigma_x`` prior) a
 
     python -m studies.sigma_x_prior CELL ... [--reps 0 20] [--variants default iw oracle fixeds]
         [--workers 2] [--out docs/results/coverage/sigma_x_prior.csv]
-    python -m studies.sigma_x_prior --summary [--out ...]   # the markdown table from the CSV
+    python -m studies.sigma_x_prior --summary [--out ...] [--beside CSV ...] [--oracle oracle-clt]
+        # the markdown table from the CSV (with ``--beside``, coverage.py's rows of the same cells)
 
 Each replication draws the data and the release exactly as ``studies/coverage.py`` does (same seed
 streams; the ``quantile`` cells' private bounds come from OpenDP and no seed reproduces them), then
@@ -13,7 +14,13 @@ fits ``normalx-nuts`` under each ``Sigma_x`` prior (theta's and sigma_y's priors
   ``R ~ LKJ(2)``;
 * ``iw``: the earlier default ``IW(diag(E[x_k^2]), d + 1)`` (``Prior(Sigma_x_prior="iw")``);
 * ``oracle``: the generating prior (``coverage.oracle_prior``; paper and correlated cells only);
-* ``fixeds``: MCMC-fixedS under the default prior.
+* ``fixeds``: MCMC-fixedS under the default prior;
+* ``oracle-elsewhere``: the oracle's family with the scale matrix of another replication
+  (``rep + 100000``): what knowing the family, but not this replication's ``V^T V``, is worth;
+* ``theta-xK``: the default with theta's prior sd ``K`` times the autoscaled one (``theta-x2``);
+* ``etaE``: the default with ``R ~ LKJ(E)`` (``eta1``: uniform correlations).
+
+A ``clt-`` prefix fits ``normalx-clt`` instead of ``normalx-nuts`` (``clt-default``, ``clt-eta1``).
 
 A variant may carry NUTS's target acceptance after ``@`` (``default@0.8``). Rows are appended to
 ``--out`` as replications finish (one per fit, ``studies/coverage.py``'s columns).
@@ -26,6 +33,7 @@ import concurrent.futures
 import multiprocessing
 import time
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +45,7 @@ from studies import coverage as cov
 
 SEED = 2026
 OUT = REPO / "docs/results/coverage/sigma_x_prior.csv"
+ELSEWHERE = 100_000
 
 
 def _cell(cell_id: str) -> dict[str, Any]:
@@ -44,14 +53,27 @@ def _cell(cell_id: str) -> dict[str, Any]:
     return next(c for c in cov.cells(suite) if c["id"] == cell_id)
 
 
-def _prior(variant: str, cell: dict[str, Any], rep: int) -> tuple[str, Any]:
+def _prior(variant: str, cell: dict[str, Any], rep: int, stats: Any = None) -> tuple[str, Any]:
     import bayes_dpreg as bd
 
-    if variant == "oracle":
-        return "normalx-nuts", cov.oracle_prior(cell, rep, SEED)
-    if variant == "iw":
-        return "normalx-nuts", bd.Prior(Sigma_x_prior="iw")
-    return ("fixeds" if variant == "fixeds" else "normalx-nuts"), bd.Prior()
+    sampler, clt, base = "normalx-nuts", variant.startswith("clt-"), variant.removeprefix("clt-")
+    if clt:
+        sampler = "normalx-clt"
+    if base == "oracle":
+        return sampler, cov.oracle_prior(cell, rep, SEED)
+    if base == "oracle-elsewhere":  # the generating family with another replication's scale matrix
+        return sampler, cov.oracle_prior(cell, rep + ELSEWHERE, SEED)
+    if base == "iw":
+        return sampler, bd.Prior(Sigma_x_prior="iw")
+    if base.startswith("theta-x"):  # the default with theta's prior sd times K: ``theta-x2``
+        from bayes_dpreg.stats import stack_stats
+
+        sc = bd.prior_scales(stack_stats(stats))
+        k = float(base.removeprefix("theta-x"))
+        return sampler, bd.Prior(C=np.diag(k**2 * sc.y_bound**2 / (4 * len(sc.feature_ms) * sc.feature_ms)))
+    if base.startswith("eta"):  # the default with another LKJ concentration: ``eta1``, ``eta1.5``
+        return sampler, bd.Prior(eta=float(base[3:]))
+    return ("fixeds" if base == "fixeds" else sampler), bd.Prior()
 
 
 def replication(task: tuple[str, int, tuple[str, ...]]) -> list[dict[str, Any]]:
@@ -67,7 +89,7 @@ def replication(task: tuple[str, int, tuple[str, ...]]) -> list[dict[str, Any]]:
     rows = []
     for variant in variants:
         base, _, accept = variant.partition("@")
-        method, prior = _prior(base, cell, rep)
+        method, prior = _prior(base, cell, rep, stats)
         if prior is None:
             continue
         options: dict[str, Any] = {"target_accept_prob": float(accept)} if accept else {}
@@ -79,11 +101,14 @@ def replication(task: tuple[str, int, tuple[str, ...]]) -> list[dict[str, Any]]:
     return rows
 
 
-def summary(path: Path) -> str:
+def summary(path: Path, beside: Sequence[Path] = (), oracle: str = "oracle") -> str:
     """Per cell and variant: coverage (± Monte Carlo se), RMSE and its ratios to the oracle's and
     ``fixeds``' (over the replications both have), fits with divergences or R-hat > 1.01, seconds
     per fit."""
     rows = read_rows(path)
+    cells_here = {r["cell"] for r in rows}
+    for other in beside:  # the same seeded replications fitted by other methods (coverage.py's rows)
+        rows += [r for r in read_rows(other) if r["cell"] in cells_here and not r.get("error")]
     out = [
         "| cell | variant | reps | 90% | 50% | RMSE | / oracle | / fixeds | fits with divergences | R-hat > 1.01 "
         "| s / fit |",
@@ -116,7 +141,7 @@ def summary(path: Path) -> str:
             secs = np.median([float(r["seconds"]) for r in rs])
             out.append(
                 f"| {cell} | {variant} | {len(rs)} | {c90.mean():.3f} ± {se(c90):.3f} "
-                f"| {c50.mean():.3f} ± {se(c50):.3f} | {rmse[variant]:.3f} | {ratio(variant, 'oracle')} "
+                f"| {c50.mean():.3f} ± {se(c50):.3f} | {rmse[variant]:.3f} | {ratio(variant, oracle)} "
                 f"| {ratio(variant, 'fixeds')} | {div:.2f} | {rhat:.2f} | {secs:.1f} |"
             )
     return "\n".join(out) + "\n"
@@ -130,9 +155,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--summary", action="store_true", help="print the markdown table of --out and exit")
+    ap.add_argument("--beside", type=Path, nargs="*", default=[], help="with --summary: coverage.py rows to add")
+    ap.add_argument("--oracle", default="oracle", help="with --summary: the method the RMSE ratio divides by")
     a = ap.parse_args(argv)
     if a.summary:
-        print(summary(a.out))
+        print(summary(a.out, a.beside, a.oracle))
         return 0
     tasks = [(c, r, tuple(a.variants)) for r in range(*a.reps) for c in a.cells]
     ctx = multiprocessing.get_context("spawn")

@@ -133,5 +133,32 @@ def test_cli_bounds_with_ledger(tmp_path, capsys):
     assert main(["bounds", str(csv), "--epsilon", "1", "--ledger", str(ledger), "--budget-epsilon", "2",
                  "--budget-delta", "1e-5"]) == 0
     out = capsys.readouterr().out
-    assert "--x-bound" in out and "for you only" in out
+    assert "--x-bound" in out and "--bound-quantile" in out and "for you only" in out
     assert [e.mechanism for e in PrivacyLedger(ledger).entries] == ["bounds"]
+
+
+def test_a_release_records_its_bounds_quantile_and_the_prior_reads_the_maximum(tmp_path):
+    """``release(**proposal.release_bounds())`` records the quantile (public, like the bounds; it
+    survives the file); the autoscaled prior then reads the response's scale as the maximum a Gaussian
+    response of ``n`` rows would have, and bounds declared without a quantile are read as they are."""
+    from bayes_dpreg.model.prior import prior_scales, quantile_to_max
+    from bayes_dpreg.stats import stack_stats
+
+    X, y = _data(n=300, d=3)
+    pb = bd.propose_bounds(X, y, epsilon=2.0)
+    assert pb.release_bounds() == dict(x_bound=pb.x_bound, y_bound=pb.y_bound, bound_quantile=pb.quantile)
+    kw = dict(epsilon=1.0, delta=1e-5, seed=1)
+    with pytest.warns(UserWarning):
+        s = bd.release(X, y, **kw, **pb.release_bounds())
+        plain = bd.release(X, y, **kw, x_bound=pb.x_bound, y_bound=pb.y_bound)
+    assert s.bound_quantile == pb.quantile and plain.bound_quantile is None
+    again = bd.load_stats(s.save(tmp_path / "s.json"))
+    assert again.bound_quantile == pb.quantile
+    # the normal quantiles: the largest |y| of 300 rows sits 2.93 sds out, the 0.733 quantile 1.11
+    assert quantile_to_max(1 - 80 / 300, 300) == pytest.approx(2.934 / 1.111, rel=1e-3)
+    assert quantile_to_max(0.999, 10) == 1.0  # never below the bound itself
+    mixed = prior_scales(stack_stats([again, plain]))
+    assert mixed.y_bound == pytest.approx(pb.y_bound * quantile_to_max(pb.quantile, 300))
+    assert prior_scales(stack_stats([plain])).y_bound == pb.y_bound
+    with pytest.raises(ValueError, match="bound_quantile"):
+        bd.release(X, y, **kw, x_bound=1.0, y_bound=1.0, bound_quantile=1.0)

@@ -23,9 +23,13 @@ def test_release_then_fit(tmp_path, capsys):
         csv = tmp_path / f"party{j}.csv"
         np.savetxt(csv, np.column_stack([X, y]), delimiter=",")
         out = tmp_path / f"party{j}.json"
+        quantile = ["--bound-quantile", "0.9"] if j else []
         assert main(["release", str(csv), "--epsilon", "1", "--delta", "1e-5", "--x-bound", "2",
-                     "--y-bound", "1", "-o", str(out)]) == 0
+                     "--y-bound", "1", *quantile, "-o", str(out)]) == 0
         files.append(str(out))
+    from bayes_dpreg import load_stats
+
+    assert [load_stats(f).bound_quantile for f in files] == [None, 0.9]
     nc = tmp_path / "post.nc"
     assert main(["fit", *files, "--method", "fast", "--num-samples", "50", "-o", str(nc)]) == 0
     assert "theta_0" in capsys.readouterr().out and nc.exists()

@@ -38,6 +38,7 @@ __all__ = [
     "ModelSpec",
     "PriorScales",
     "prior_scales",
+    "quantile_to_max",
     "release_lambda",
     "describe_prior",
     "load_model",
@@ -56,7 +57,10 @@ DEFAULT_SIGMA_X_PRIOR = "lkj"
 class PriorScales(NamedTuple):
     """The public scales an autoscaled prior is built from (:func:`prior_scales`).
 
-    ``y_bound``: the declared bound on ``|y|`` (largest over parties);
+    ``y_bound``: the response's scale, the declared bound on ``|y|`` (largest over parties),
+    which the autoscaled prior reads as the largest ``|y|``: where a party's bound is a quantile
+    ``q`` of its ``n`` responses (``release(..., bound_quantile=q)``, the bounds of
+    :func:`~bayes_dpreg.propose_bounds`), the bound times :func:`quantile_to_max`;
     ``feature_ms``: per feature, an estimate of the mean square ``E[x_k^2]`` from the
     pooled released ``diag(sum_j S~_j) / n``, kept within ``[floor, x_bound^2]`` where
     ``floor`` is twice the sd of the release noise in that estimate (below it the
@@ -66,13 +70,30 @@ class PriorScales(NamedTuple):
     feature_ms: np.ndarray
 
 
+def quantile_to_max(q: float, n: int) -> float:
+    r"""How far the largest of ``n`` values ``|y_i|`` lies beyond their ``q`` quantile, for Gaussian
+    ``y``: :math:`\Phi^{-1}(1 - 1/(2n)) / \Phi^{-1}((1 + q)/2)` (at least 1). A bound proposed at
+    the quantile ``q`` (:func:`~bayes_dpreg.propose_bounds`) scales rows beyond it onto it; the
+    prior's rule for ``theta`` was set with the bound at the responses' maximum (``docs/prior.md``),
+    so such a bound is carried to the maximum a Gaussian response of ``n`` rows would have: 2.6 at
+    ``q = 0.733, n = 300``, 1.6 at ``q = 0.973, n = 3000``."""
+    from scipy.stats import norm
+
+    return max(1.0, float(norm.ppf(1.0 - 0.5 / n) / norm.ppf((1.0 + q) / 2.0)))
+
+
 def prior_scales(stats: StackedStats) -> PriorScales:
     """:class:`PriorScales` from stacked released statistics (:class:`~bayes_dpreg.stats.StackedStats`)."""
     n = float(np.sum(stats.n))
     diag = np.diagonal(np.asarray(stats.S), axis1=-2, axis2=-1).sum(0) / n
     floor = 2.0 * float(np.sqrt(np.sum(np.asarray(stats.sigma_S) ** 2))) / n
     cap = float(np.max(stats.x_bound)) ** 2
-    return PriorScales(float(np.max(stats.y_bound)), np.clip(diag, min(floor, cap), cap))
+    quantiles = stats.bound_quantiles or (None,) * len(stats.y_bound)
+    y_scale = max(
+        float(b) * (1.0 if q is None else quantile_to_max(q, int(nj)))
+        for b, q, nj in zip(stats.y_bound, quantiles, stats.n)
+    )
+    return PriorScales(y_scale, np.clip(diag, min(floor, cap), cap))
 
 
 def release_lambda(stats: NoisyStats | Sequence[NoisyStats]) -> np.ndarray:

@@ -57,6 +57,12 @@ class ProposedBounds:
     x_clipped: float
     y_clipped: float
 
+    def release_bounds(self) -> dict[str, float]:
+        """``x_bound``, ``y_bound`` and ``bound_quantile`` for :func:`~bayes_dpreg.release`
+        (``release(X, y, epsilon=..., delta=..., **proposal.release_bounds())``): the release then
+        records that its bounds are quantiles, which the autoscaled prior takes into account."""
+        return {"x_bound": self.x_bound, "y_bound": self.y_bound, "bound_quantile": self.quantile}
+
     def __str__(self) -> str:
         return (
             f"proposed bounds (eps = {self.epsilon:g}, quantile {self.quantile:g}): x_bound = {self.x_bound:.6g}, "

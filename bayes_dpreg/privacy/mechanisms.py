@@ -33,7 +33,7 @@ from .gaussian import (
 )
 from .gram import Gram
 from .ledger import reserve
-from .noisy_stats import NoisyStats, warn_if_not_private
+from .noisy_stats import NoisyStats, check_bound_quantile, warn_if_not_private
 from .sources import validate_data
 
 if TYPE_CHECKING:
@@ -233,6 +233,7 @@ def release(
     ledger: PrivacyLedger | str | os.PathLike | None = None,
     columns: list[str] | None = None,
     progress: bool = False,
+    bound_quantile: float | None = None,
 ) -> NoisyStats:
     """Release ``(S~, z~)`` of one party under (epsilon, delta)-DP (replacement neighbours).
 
@@ -266,6 +267,12 @@ def release(
     records the release; one that would exceed the ledger's budget raises
     :class:`~bayes_dpreg.privacy.ledger.BudgetExceededError` before any noise is drawn.
 
+    ``bound_quantile``: where ``x_bound`` and ``y_bound`` are quantiles of the party's rows (the
+    ``quantile`` of :func:`~bayes_dpreg.propose_bounds`; ``**proposal.release_bounds()`` passes all
+    three), recorded with the release (public, like the bounds) so that the autoscaled prior reads
+    the response's scale as its maximum rather than the bound (:func:`~bayes_dpreg.model.prior.quantile_to_max`);
+    without it, bounds beyond which rows are scaled make that prior too narrow for ``theta``.
+
     ``intercept=True`` (App. B.2) releases the statistics of ``[1, x_i]``: the features are
     clipped to ``x_bound`` and the released rows have norm at most ``sqrt(1 + x_bound^2)``,
     the ``x_bound`` recorded in the result. ``average_rows=k`` (App. B.1) releases the
@@ -276,8 +283,11 @@ def release(
     """
     check_privacy_parameters(epsilon, delta)
     calibrate(epsilon, delta, x_bound, y_bound, calibration)  # every parameter checked before the data are read
+    check_bound_quantile(bound_quantile)
     kind = _noise_kind(noise, seed, calibration)
     ex = _exact_release_stats(X, y, x_bound, y_bound, intercept, average_rows, columns, progress)
+    if bound_quantile is not None:
+        ex.meta["bound_quantile"] = float(bound_quantile)
     cal = calibrate(epsilon, delta, ex.x_bound, y_bound, calibration, noise=kind, d=ex.d, n=ex.n)
     release_id = secrets.token_hex(16)
     reserve(

@@ -132,6 +132,14 @@ class NoisyStats:
         CSPRNG. Floating-point noise (seeded or not) and the "as published" noise are not."""
         return self.noise == "discrete" and self.calibration != "as_published" and not self.reproducible_seed
 
+    @property
+    def bound_quantile(self) -> float | None:
+        """The quantile of the party's rows the declared bounds were proposed at
+        (``release(..., bound_quantile=q)``; :func:`~bayes_dpreg.propose_bounds`), public like the
+        bounds themselves; ``None``: bounds declared as the data's limits."""
+        q = self.meta.get("bound_quantile")
+        return None if q is None else float(q)
+
     # -- file format ---------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The released payload as plain JSON-able Python objects."""
@@ -261,6 +269,12 @@ def _on_grid(values: np.ndarray, k: int | None) -> bool:
     return k is None or bool(np.all(np.fmod(np.asarray(values), 2.0**k) == 0.0))
 
 
+def check_bound_quantile(q: Any) -> None:
+    """``None``, or the quantile of a bound proposal: a number in ``[0.5, 1)``."""
+    if q is not None and (isinstance(q, bool) or not isinstance(q, (int, float)) or not 0.5 <= q < 1):
+        raise ValueError(f"bound_quantile must be a number in [0.5, 1) (ProposedBounds.quantile) or None, got {q!r}")
+
+
 def _check_stats(s: NoisyStats) -> None:
     """Consistency of a NoisyStats: shapes, finiteness, symmetry, privacy metadata."""
     check_privacy_parameters(s.epsilon, s.delta)
@@ -294,6 +308,7 @@ def _check_stats(s: NoisyStats) -> None:
         raise ValueError(f"a bs release uses the 'joint' or 'as_published' calibration, got {s.calibration!r}")
     if s.noise not in ("discrete", "float"):
         raise ValueError(f"noise must be 'discrete' or 'float', got {s.noise!r}")
+    check_bound_quantile(s.meta.get("bound_quantile"))
     if s.features is not None:
         width = s.d - int(bool(s.meta.get("intercept")))
         if len(s.features) != width or not all(isinstance(f, str) and f for f in s.features):
