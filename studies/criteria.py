@@ -90,7 +90,8 @@ def cell_rows(suite: str, dirs: Path | list[Path], ref_dir: Path, default: str, 
     """One dict per cell of ``suite``: the default's coverage and the criteria that fail. Each cell's
     rows come from the first of ``dirs`` that has the default's rows of it (with ``since``, those added
     after that commit); its reference (``fixeds``, the oracle) from the same directory if it has one,
-    else the first other source (``dirs``, then ``ref_dir``) that has."""
+    else the first other source (``dirs``, then ``ref_dir``) that has, except in cells with private
+    quantile bounds, whose releases no seed reproduces, so only rows of the same run pair."""
     sources = _sources(suite, _as_list(dirs), ref_dir)
     mine_by = []
     for path, rows in sources:
@@ -105,6 +106,8 @@ def cell_rows(suite: str, dirs: Path | list[Path], ref_dir: Path, default: str, 
         if not mine:
             continue
         order = sorted(sources, key=lambda s: s[0] != home)  # the default's own directory first
+        if c.get("bounds") == "quantile":  # private bounds no seed reproduces: another run saw other releases
+            order = [s for s in sources if s[0] == home]
         rs = list(mine.values())
         n = len(rs)
         c90, c50 = (np.array([_num(r, k) for r in rs]) for k in ("cover90", "cover50"))

@@ -83,3 +83,16 @@ def test_each_cell_reads_the_first_directory_that_has_it(tmp_path):
     assert (second["paired"], second["ratio"]) == (30, pytest.approx(2.0))  # oracle-clt before the nuts oracle
     table = criteria.table([new, old], ref, "normalx-clt")
     assert "| `new` |" in table and "| `old` |" in table
+
+
+def test_quantile_cells_pair_only_within_their_directory(tmp_path):
+    """Private quantile bounds are not reproducible by a seed: another directory's oracle saw other releases."""
+    mine, ref = tmp_path / "mine", tmp_path / "ref"
+    for p in (mine, ref):
+        p.mkdir()
+    cell = "corr-lkj-d5-J3-n300-eps0.5-quantile"
+    _write(mine / "correlated_replications.csv", [_row(cell, r, "normalx-clt", 1.0) for r in range(100)])
+    _write(ref / "correlated_replications.csv", [_row(cell, r, "oracle", 1.0) for r in range(100)]
+           + [_row(CELL, r, "oracle", 1.0) for r in range(100)])
+    (row,) = criteria.cell_rows("correlated", [mine], ref, "normalx-clt")
+    assert row["cell"] == cell and row["paired"] == 0
