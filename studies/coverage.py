@@ -256,7 +256,14 @@ def _releases(
     for kind, sk in zip(sorted(kinds), s_noise.spawn(len(kinds))):
         out[kind] = [
             fns[kind](
-                Xj, yj, epsilon=eps, delta=1e-5, x_bound=xb, y_bound=yb, seed=sj, **({"bound_quantile": q} if q else {})
+                Xj,
+                yj,
+                epsilon=eps,
+                delta=1e-5,
+                x_bound=xb,
+                y_bound=yb,
+                seed=sj,
+                **({"bound_quantile": q} if q is not None and kind == "ssp" else {}),
             )
             for (Xj, yj), xb, yb, q, sj in zip(parts, xbs, ybs, qs, sk.spawn(J))
         ]

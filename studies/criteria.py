@@ -94,7 +94,7 @@ def cell_rows(suite: str, dirs: Path | list[Path], ref_dir: Path, default: str, 
     quantile bounds, whose releases no seed reproduces, so only rows of the same run pair."""
     sources = _sources(suite, _as_list(dirs), ref_dir)
     mine_by = []
-    for path, rows in sources:
+    for path, rows in sources[: len(_as_list(dirs))]:  # the default's rows from --dir only, never --ref-dir
         by = _by_rep(rows, default)
         if since is not None:
             old = _by_rep(rows_at(path, since), default)

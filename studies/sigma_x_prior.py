@@ -107,8 +107,10 @@ def summary(path: Path, beside: Sequence[Path] = (), oracle: str = "oracle") -> 
     per fit."""
     rows = read_rows(path)
     cells_here = {r["cell"] for r in rows}
+    here = {r["method"] for r in rows}
     for other in beside:  # the same seeded replications fitted by other methods (coverage.py's rows)
-        rows += [r for r in read_rows(other) if r["cell"] in cells_here and not r.get("error")]
+        extra = read_rows(other)
+        rows += [r for r in extra if r["cell"] in cells_here and r["method"] not in here and not r.get("error")]
     out = [
         "| cell | variant | reps | 90% | 50% | RMSE | / oracle | / fixeds | fits with divergences | R-hat > 1.01 "
         "| s / fit |",

@@ -237,3 +237,7 @@ def test_clip_scales_huge_rows_along_their_direction():
     np.testing.assert_array_equal(Xc[2], [0.0, 0.0])
     np.testing.assert_allclose(yc[2], 2.0, rtol=1e-12)
     assert rep.n_scaled == 3
+    # subnormal features: the factor is y's own, not rebuilt from a product that lost its precision
+    tiny = np.array([[5e-324, 0.0], [1e-310, 0.0]])
+    Xt, yt, _ = clip(tiny, np.array([1.9, 1e6]), 1.0, 1.0)
+    assert np.all(np.abs(yt) <= 1.0) and np.all(np.linalg.norm(Xt, axis=1) <= 1.0)

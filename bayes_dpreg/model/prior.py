@@ -91,7 +91,7 @@ def prior_scales(stats: StackedStats) -> PriorScales:
     quantiles = stats.bound_quantiles or (None,) * len(stats.y_bound)
     y_scale = max(
         float(b) * (1.0 if q is None else quantile_to_max(q, int(nj)))
-        for b, q, nj in zip(stats.y_bound, quantiles, stats.n)
+        for b, q, nj in zip(stats.y_bound, quantiles, stats.n, strict=True)
     )
     return PriorScales(y_scale, np.clip(diag, min(floor, cap), cap))
 

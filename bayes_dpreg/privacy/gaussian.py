@@ -498,7 +498,8 @@ def clip(X: np.ndarray, y: np.ndarray, x_bound: float, y_bound: float) -> tuple[
     gives ``E z = sum_i c_i x_i x_i^T theta != S theta``: a bias of the order of the clipped
     share, measured by ``python -m studies.clipping`` (``docs/privacy.md``). Either map is a
     function of one row with values inside the bounds, so the release's sensitivity and its
-    privacy are the same.
+    privacy are the same. (``release(..., intercept=True)`` adds the constant column after this,
+    unscaled, so there the weighting does not carry over to the intercept.)
 
     Norms are computed without overflow (:func:`row_norms`). Returns the scaled copies and a
     :class:`ClipReport`. The inputs must already be validated (finite, shapes ``(n, d)`` and
@@ -512,14 +513,13 @@ def clip(X: np.ndarray, y: np.ndarray, x_bound: float, y_bound: float) -> tuple[
     y_over = abs_y > y_bound
     # a few ulps inside the bounds, so that rounding never leaves a scaled row outside them
     inside = 1.0 - 8.0 * np.finfo(np.float64).eps
-    # c_i as a multiple of the row's peak |entry| (x_i = peak_i * unit_i), so that no product overflows
+    # x_i = peak_i * unit_i: the scaled x is unit_i * (peak_i c_i), computed so that nothing overflows
     peak = np.max(np.abs(X), axis=1, initial=0.0)
     c_y = np.where(y_over, y_bound * inside / np.where(y_over, abs_y, 1.0), 1.0)
-    g_x = np.where(x_over, x_bound * inside / np.where(x_over, unit_norms, 1.0), np.inf)
-    g = np.minimum(np.minimum(peak, g_x), peak * c_y)  # = peak_i * c_i
-    c = np.where(peak > 0, g / np.where(peak > 0, peak, 1.0), c_y)
+    g_x = np.where(x_over, x_bound * inside / np.where(x_over, unit_norms, 1.0), np.inf)  # peak_i c_x,i
+    c = np.minimum(c_y, np.where(x_over, g_x / np.where(x_over, peak, 1.0), 1.0))
     scaled = x_over | y_over
-    Xc = np.where(scaled[:, None], unit * g[:, None], X)
+    Xc = np.where(scaled[:, None], unit * np.minimum(g_x, peak * c_y)[:, None], X)
     yc = np.where(scaled, y * c, y)
     report = ClipReport(
         n_rows=int(X.shape[0]),

@@ -239,7 +239,8 @@ def release(
 
     Rows with ``||x|| > x_bound`` or ``|y| > y_bound`` are first scaled, ``x`` and ``y`` together,
     onto the bounds (:func:`~bayes_dpreg.privacy.gaussian.clip`: a weighting, not a bias in
-    ``theta``); a :class:`~bayes_dpreg.privacy.gaussian.ClippingWarning`
+    ``theta``; with ``intercept=True`` the constant column is not scaled, so scaled rows do bias the
+    intercept and the slopes); a :class:`~bayes_dpreg.privacy.gaussian.ClippingWarning`
     tells the caller how many (this count is *not* released). The noise sds
     come from :func:`~bayes_dpreg.privacy.gaussian.calibrate`; ``calibration="as_published"``
     (the authors' under-calibrated noise, for reproductions only) is not private and
