@@ -36,12 +36,12 @@ RULES = ("rows", "separate", "none")
 
 def clipped(X: np.ndarray, y: np.ndarray, xb: float, yb: float, rule: str) -> tuple[np.ndarray, np.ndarray]:
     """The rows a release with bounds ``(xb, yb)`` sums under ``rule``."""
-    from bayes_dpreg.privacy.gaussian import clip
+    from bayes_dpreg.privacy.gaussian import clip, row_norms
 
     if rule == "none":
         return X, y
     if rule == "separate":
-        return X * np.minimum(1.0, xb / np.linalg.norm(X, axis=1))[:, None], np.clip(y, -yb, yb)
+        return X * np.minimum(1.0, xb / row_norms(X))[:, None], np.clip(y, -yb, yb)
     Xc, yc, _ = clip(X, y, xb, yb)
     return Xc, yc
 
@@ -49,6 +49,7 @@ def clipped(X: np.ndarray, y: np.ndarray, xb: float, yb: float, rule: str) -> tu
 def standardised_errors(family: str, d: int, n: int, reps: int, seed: int = 2026) -> dict[str, np.ndarray]:
     """Per rule, ``(estimate - theta) / se`` over ``reps`` data sets (``reps x d`` values)."""
     from bayes_dpreg.privacy.bounds import auto_quantile
+    from bayes_dpreg.privacy.gaussian import row_norms
     from studies.coverage import _correlated
 
     q = auto_quantile(n, 2.0)
@@ -57,7 +58,7 @@ def standardised_errors(family: str, d: int, n: int, reps: int, seed: int = 2026
     for rep in range(reps):
         rng = np.random.default_rng([seed, d, n, rep, family == "lkj"])
         X, y, theta = _correlated(cell, rng)
-        xb = float(np.quantile(np.linalg.norm(X, axis=1), q))
+        xb = float(np.quantile(row_norms(X), q))
         yb = float(np.quantile(np.abs(y), q))
         G = X.T @ X
         ols = np.linalg.solve(G, X.T @ y)

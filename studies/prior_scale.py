@@ -62,10 +62,11 @@ def prior_for(rule: str, stats: list) -> object:
     st = stack_stats(stats)
     sc = bd.prior_scales(st)
     d = st.d
+    auto = np.diagonal(bd.Prior().autoscaled(sc, d).C)  # the default rule, y_bound^2 / (4 d E[x_k^2])
     C = {
         "bounds": np.full(d, (sc.y_bound / float(st.x_bound.max())) ** 2),
-        "auto": sc.y_bound**2 / (4 * d * sc.feature_ms),
-        "auto-wide": sc.y_bound**2 / (d * sc.feature_ms),
+        "auto": auto,
+        "auto-wide": 4.0 * auto,
         "vague": np.full(d, 10.0),
     }[rule]
     return bd.Prior(C=np.diag(C))

@@ -68,9 +68,8 @@ def _prior(variant: str, cell: dict[str, Any], rep: int, stats: Any = None) -> t
     if base.startswith("theta-x"):  # the default with theta's prior sd times K: ``theta-x2``
         from bayes_dpreg.stats import stack_stats
 
-        sc = bd.prior_scales(stack_stats(stats))
         k = float(base.removeprefix("theta-x"))
-        return sampler, bd.Prior(C=np.diag(k**2 * sc.y_bound**2 / (4 * len(sc.feature_ms) * sc.feature_ms)))
+        return sampler, bd.Prior(C=k**2 * bd.Prior().autoscaled(bd.prior_scales(stack_stats(stats))).C)
     if base.startswith("eta"):  # the default with another LKJ concentration: ``eta1``, ``eta1.5``
         return sampler, bd.Prior(eta=float(base[3:]))
     return ("fixeds" if base == "fixeds" else sampler), bd.Prior()

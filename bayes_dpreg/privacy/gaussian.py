@@ -466,16 +466,16 @@ class ClipReport:
         return f"{head} ({'; '.join(why)})"
 
 
-def _rows_by_peak(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(norms, unit, unit_norms)``: each row divided by its largest ``|entry|`` (``unit``), that
-    quotient's norm, and ``||x|| = peak * ||unit||``, computed without overflow: a row like
+def _rows_by_peak(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(norms, peak, unit, unit_norms)``: each row's largest ``|entry|`` (``peak``), the row divided
+    by it (``unit``), that quotient's norm, and ``||x|| = peak * ||unit||``, computed without overflow: a row like
     ``(1e200, 1e200)`` has norm ``1.41e200`` (not ``inf``) and is clipped along its own direction;
     a norm beyond the float range is ``inf``."""
     peak = np.max(np.abs(X), axis=1, initial=0.0)
     unit = X / np.where(peak > 0, peak, 1.0)[:, None]
     unit_norms = np.linalg.norm(unit, axis=1)
     with np.errstate(over="ignore"):
-        return peak * unit_norms, unit, unit_norms
+        return peak * unit_norms, peak, unit, unit_norms
 
 
 def row_norms(X: np.ndarray) -> np.ndarray:
@@ -507,14 +507,13 @@ def clip(X: np.ndarray, y: np.ndarray, x_bound: float, y_bound: float) -> tuple[
     """
     _check_positive("x_bound", x_bound)
     _check_positive("y_bound", y_bound)
-    norms, unit, unit_norms = _rows_by_peak(X)
+    norms, peak, unit, unit_norms = _rows_by_peak(X)
     x_over = norms > x_bound  # an infinite norm is clipped too
     abs_y = np.abs(y)
     y_over = abs_y > y_bound
     # a few ulps inside the bounds, so that rounding never leaves a scaled row outside them
     inside = 1.0 - 8.0 * np.finfo(np.float64).eps
     # x_i = peak_i * unit_i: the scaled x is unit_i * (peak_i c_i), computed so that nothing overflows
-    peak = np.max(np.abs(X), axis=1, initial=0.0)
     c_y = np.where(y_over, y_bound * inside / np.where(y_over, abs_y, 1.0), 1.0)
     g_x = np.where(x_over, x_bound * inside / np.where(x_over, unit_norms, 1.0), np.inf)  # peak_i c_x,i
     c = np.minimum(c_y, np.where(x_over, g_x / np.where(x_over, peak, 1.0), 1.0))
