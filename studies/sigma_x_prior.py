@@ -69,7 +69,7 @@ def _prior(variant: str, cell: dict[str, Any], rep: int, stats: Any = None) -> t
         from bayes_dpreg.stats import stack_stats
 
         k = float(base.removeprefix("theta-x"))
-        return sampler, bd.Prior(C=k**2 * bd.Prior().autoscaled(bd.prior_scales(stack_stats(stats))).C)
+        return sampler, bd.Prior(C=k**2 * np.asarray(bd.Prior().autoscaled(bd.prior_scales(stack_stats(stats))).C))
     if base.startswith("eta"):  # the default with another LKJ concentration: ``eta1``, ``eta1.5``
         return sampler, bd.Prior(eta=float(base[3:]))
     return ("fixeds" if base == "fixeds" else sampler), bd.Prior()

@@ -55,3 +55,19 @@ def test_second_fit_with_new_data_compiles_nothing(method, compiles):
         compiles.messages.clear()
         bd.fit(_stats(2), method, seed=1, **kw)  # other data, other seed, same shapes
     assert compiles.messages == []
+
+
+def test_post_processing_compiles_nothing_for_another_number_of_draws(compiles):
+    """The InferenceData's programs (log-likelihood, predictive, log-prior) run on fixed-size
+    chunks of draws, so a fit with more draws (an extended fit has twice as many) reuses them."""
+    from bayes_dpreg.posterior.idata import CHUNK_DRAWS
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bd.fit(_stats(3), "fixeds", seed=0, num_samples=53, num_warmup=50, num_chains=2)
+        compiles.messages.clear()
+        idata = bd.fit(_stats(4), "fixeds", seed=1, num_samples=CHUNK_DRAWS + 17, num_warmup=50, num_chains=2)
+    assert idata.log_likelihood["z_tilde"].shape == (2, CHUNK_DRAWS + 17, 7)
+    assert np.all(np.isfinite(idata.log_prior["theta"].values))
+    names = [m for m in compiles.messages if "Finished XLA compilation" in m or "Compiling" in m]
+    assert not any("_predictive_draws" in m or "_log_prior_factor" in m for m in names), names

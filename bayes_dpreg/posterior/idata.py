@@ -79,6 +79,22 @@ DIMS = {
 }
 LATENT = ("S", "Sigma_x", "mu_x", "b", "Sx")
 PRIOR_DRAWS = 500
+CHUNK_DRAWS = 500  # draws per call of a post-processing program: one compiled shape, however many draws
+
+
+def _chunked(fn: Any, arrays: Sequence[np.ndarray], size: int = CHUNK_DRAWS) -> Any:
+    """``fn(i, *chunk_i)`` over chunks of ``size`` rows of ``arrays`` (the last padded with copies
+    of its final row), outputs trimmed and concatenated: a compiled ``fn`` sees one shape whatever
+    the number of draws, so a fit that extends its chains (twice the draws) or has other chain
+    counts reuses the program the last fit compiled instead of tracing and lowering it again."""
+    n = np.shape(arrays[0])[0]
+    outs = []
+    for i, start in enumerate(range(0, n, size)):
+        part = [np.asarray(a[start : start + size]) for a in arrays]
+        m = part[0].shape[0]
+        part = [np.concatenate([p, np.repeat(p[-1:], size - m, axis=0)]) if m < size else p for p in part]
+        outs.append(jax.tree.map(lambda r, m=m: np.asarray(r)[:m], fn(i, *part)))
+    return jax.tree.map(lambda *r: np.concatenate(r), *outs)
 
 
 def _predictive_draws(
@@ -129,15 +145,14 @@ def _predictive_groups(
         S = np.concatenate([_flat(latent["S"], 2), np.broadcast_to(S_hat, (PRIOR_DRAWS,) + S_hat.shape)])
     k_post, k_prior = jax.random.split(key)
     theta_pr, s2_pr = _prior_theta_sigma2(pr, sigma2_fixed, k_prior)
-    ll, rep = _predictive(
-        jnp.asarray(np.concatenate([_flat(theta, 2), theta_pr])),
-        jnp.asarray(np.concatenate([s2, s2_pr])),
-        jnp.asarray(S),
-        jnp.asarray(st.z),
-        jnp.asarray(st.sigma_z),
-        k_post,
+    z, sigma_z = jnp.asarray(st.z), jnp.asarray(st.sigma_z)
+    per_draw = [np.concatenate([_flat(theta, 2), theta_pr]), np.concatenate([s2, s2_pr])]
+    if S.ndim == 4:
+        per_draw.append(S)
+    ll, rep = _chunked(
+        lambda i, th, s2_, *S_i: _predictive(th, s2_, S_i[0] if S_i else S, z, sigma_z, jax.random.fold_in(k_post, i)),
+        per_draw,
     )
-    ll, rep = np.asarray(ll), np.asarray(rep)
     prior = {"theta": theta_pr[None]}
     if sigma2_fixed is None:
         prior["sigma2"] = s2_pr[None]
@@ -162,8 +177,11 @@ def _log_prior(post: dict, latent: dict, pr: Any) -> dict:
     :mod:`bayes_dpreg.runtime.threads`)."""
     events = {"theta": np.shape(pr.m), "sigma2": (), "Sigma_x": np.shape(pr.Lambda)}
     sites = {"theta": post.get("theta"), "sigma2": post.get("sigma2"), "Sigma_x": latent.get("Sigma_x")}
-    sites = {k: jnp.asarray(v) for k, v in sites.items() if v is not None and np.shape(v)[2:] == events[k]}
-    return {k: np.asarray(_log_prior_factor(k, pr, v)) for k, v in sites.items()}
+    arrays = {k: np.asarray(v) for k, v in sites.items() if v is not None and np.shape(v)[2:] == events[k]}
+    return {
+        k: _chunked(lambda i, x, k=k: _log_prior_factor(k, pr, x), [_flat(v, 2)]).reshape(v.shape[:2])
+        for k, v in arrays.items()
+    }
 
 
 def _attrs(sampler: Any, st: StackedStats) -> dict:
