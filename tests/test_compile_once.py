@@ -69,5 +69,6 @@ def test_post_processing_compiles_nothing_for_another_number_of_draws(compiles):
         idata = bd.fit(_stats(4), "fixeds", seed=1, num_samples=CHUNK_DRAWS + 17, num_warmup=50, num_chains=2)
     assert idata.log_likelihood["z_tilde"].shape == (2, CHUNK_DRAWS + 17, 7)
     assert np.all(np.isfinite(idata.log_prior["theta"].values))
-    names = [m for m in compiles.messages if "Finished XLA compilation" in m or "Compiling" in m]
-    assert not any("_predictive_draws" in m or "_log_prior_factor" in m for m in names), names
+    compiled = {m.split(" with ")[0] for m in compiles.messages if m.startswith("Compiling")}
+    # jit(call): a program loaded from its exported copy; the others: the same programs jitted directly
+    assert not compiled & {"Compiling jit(call)", "Compiling jit(_predictive_draws)", "Compiling jit(<lambda>)"}

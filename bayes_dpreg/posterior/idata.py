@@ -111,7 +111,7 @@ def _predictive_draws(
     return jax.vmap(one, (0, 0, 0 if S.ndim == 4 else None, 0))(theta, sigma2, S, keys)
 
 
-_predictive = fit_jit(_predictive_draws)
+_predictive = fit_jit(_predictive_draws, key="predictive")
 
 
 def _prior_theta_sigma2(pr: Any, sigma2_fixed: float | None, key: jax.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -164,9 +164,10 @@ def _predictive_groups(
     )
 
 
-@functools.partial(fit_jit, static_argnums=0)
-def _log_prior_factor(name: str, pr: Any, draws: jax.Array) -> jax.Array:
-    return prior_dist(pr, name).log_prob(draws)
+@functools.cache
+def _log_prior_factor(name: str) -> Any:
+    """The compiled ``log p(draws)`` of the prior factor ``name``, a function of ``(pr, draws)``."""
+    return fit_jit(lambda pr, draws: prior_dist(pr, name).log_prob(draws), key=("log_prior", name))
 
 
 def _log_prior(post: dict, latent: dict, pr: Any) -> dict:
@@ -179,7 +180,7 @@ def _log_prior(post: dict, latent: dict, pr: Any) -> dict:
     sites = {"theta": post.get("theta"), "sigma2": post.get("sigma2"), "Sigma_x": latent.get("Sigma_x")}
     arrays = {k: np.asarray(v) for k, v in sites.items() if v is not None and np.shape(v)[2:] == events[k]}
     return {
-        k: _chunked(lambda i, x, k=k: _log_prior_factor(k, pr, x), [_flat(v, 2)]).reshape(v.shape[:2])
+        k: _chunked(lambda i, x, k=k: _log_prior_factor(k)(pr, x), [_flat(v, 2)]).reshape(v.shape[:2])
         for k, v in arrays.items()
     }
 

@@ -148,10 +148,18 @@ def fit_compiler_options() -> dict[str, Any] | None:
     return dict(FIT_OPTIONS)
 
 
-def fit_jit(fun: Callable, **kwargs: Any) -> Callable:
+def fit_jit(fun: Callable, key: Any = None, **kwargs: Any) -> Callable:
     """``jax.jit(fun, **kwargs)`` with :func:`fit_compiler_options`: for the programs a single
     ``fit`` compiles and runs once (the module docstring gives the trade-off). The options are
-    looked up at the first call, not here, so that a module may apply it at import."""
+    looked up at the first call, not here, so that a module may apply it at import.
+
+    ``key``: what ``fun`` computes beyond its code (the kernel, settings and lengths a closure
+    holds; :func:`~bayes_dpreg.runtime.exported.stable_key`); with it, and no static arguments,
+    each program is also kept on disk as exported StableHLO, so that a new process skips tracing
+    and lowering it (:mod:`bayes_dpreg.runtime.exported`)."""
+    import threading
+
+    from .exported import exported_call, signature, stable_key
 
     @functools.cache
     def jitted() -> Callable:
@@ -159,9 +167,33 @@ def fit_jit(fun: Callable, **kwargs: Any) -> Callable:
 
         return jax.jit(fun, compiler_options=fit_compiler_options(), **kwargs)
 
+    stable = None if key is None or kwargs else stable_key((fun, key))
+    if stable is None:
+
+        @functools.wraps(fun)
+        def plain(*args: Any, **kw: Any) -> Any:
+            return jitted()(*args, **kw)
+
+        return plain
+
+    programs: dict[Any, Callable] = {}
+    lock = threading.Lock()
+
     @functools.wraps(fun)
-    def call(*args: Any, **kw: Any) -> Any:
-        return jitted()(*args, **kw)
+    def call(*args: Any) -> Any:
+        import jax
+
+        sig = signature(args)
+        program = programs.get(sig)
+        if program is None:
+            with lock:  # chains on threads: one export (or load) per program
+                program = programs.get(sig)
+                if program is None:
+                    options = fit_compiler_options()
+                    jit = lambda f: jax.jit(f, compiler_options=options)
+                    program = exported_call(fun, stable, args, sig, jit, options) or jitted()
+                    programs[sig] = program
+        return program(*args)
 
     return call
 

@@ -201,13 +201,13 @@ def positive_int(name: str, v: Any, minimum: int = 1) -> int:
 def _compiled_prepare(kernel: ChainKernel, settings: Any) -> Callable:
     assert kernel.prepare is not None
     prepare = kernel.prepare
-    return fit_jit(lambda data, pr: prepare(data, pr, settings))
+    return fit_jit(lambda data, pr: prepare(data, pr, settings), key=("prepare", kernel, settings))
 
 
 @functools.lru_cache(maxsize=64)
 def _compiled_init(kernel: ChainKernel, settings: Any, batched: bool) -> Callable:
     one = lambda key, data, pr: kernel.init(key, data, pr, settings)
-    return fit_jit(jax.vmap(one, (0, None, None)) if batched else one)
+    return fit_jit(jax.vmap(one, (0, None, None)) if batched else one, key=("init", kernel, settings, batched))
 
 
 @functools.lru_cache(maxsize=64)
@@ -224,7 +224,9 @@ def _compiled_advance(kernel: ChainKernel, settings: Any, length: int, batched: 
 
         return lax.scan(body, state, jax.random.split(key, length))
 
-    return fit_jit(jax.vmap(one, (0, None, None, 0)) if batched else one)
+    return fit_jit(
+        jax.vmap(one, (0, None, None, 0)) if batched else one, key=("advance", kernel, settings, length, batched, keep)
+    )
 
 
 def _chunks(total: int) -> list[int]:
