@@ -1,4 +1,5 @@
 """Runtime plumbing every stage may use: float64 (:mod:`.precision`), the guard against
 jaxlib's thread-pool deadlock (:mod:`.threads`), the wrapper of public calls (:mod:`.entry`),
-the persistent compilation cache (:mod:`.cache`) and device selection (:mod:`.device`).
+the persistent compilation cache (:mod:`.cache`), a fit's programs kept as exported StableHLO
+(:mod:`.exported`) and device selection (:mod:`.device`).
 Imports nothing else of the package."""

@@ -7,7 +7,9 @@ JAX's persistent compilation cache a new process loads the programs compiled by 
 ones instead: 5.9 s a fit instead of 13.0 s, and 2.0 s instead of 4.6 s for ``fixeds``
 (``python -m benchmarks.speed --methods normalx-nuts fixeds --dims 5 --parties 5 --chains 1 4
 --cache --name speed_cache_d5_J5``, ``docs/results/speed/speed_cache_d5_J5.md``); tracing,
-lowering, building the InferenceData and sampling remain.
+lowering, building the InferenceData and sampling remain; the programs of a fit are also kept
+as exported StableHLO beside the cache, so that a new process skips tracing and lowering them
+(:mod:`bayes_dpreg.runtime.exported`).
 
 :func:`bayes_dpreg.fit` turns the cache on once per process (nothing happens at
 ``import bayes_dpreg``), in ``platformdirs.user_cache_dir("bayes_dpreg")/jax`` (on Linux

@@ -18,7 +18,7 @@ arguments' tree and abstract values, the compiler options, the versions of JAX, 
 and the source of this package, so that any change to the code a program was traced from
 invalidates it. Anything that goes wrong on the way (a missing ``flatbuffers``, a file that does
 not deserialise, a program JAX cannot export) falls back to ``jax.jit``: the disk copy saves time,
-never correctness, and the draws are the same either way (``tests/test_cache.py``).
+never correctness, and the draws are the same either way (``tests/test_exported.py``).
 """
 
 from __future__ import annotations
