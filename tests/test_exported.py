@@ -86,6 +86,54 @@ def test_no_file_without_a_key_or_with_the_cache_off(folder, monkeypatch):
     assert not folder.exists()
 
 
+def test_a_program_that_fails_on_its_first_call_is_removed_and_jitted(folder, monkeypatch):
+    """A file exported for another platform loads but fails when called: the call still answers."""
+    expected = jax.jit(_program)(*_args(0))["sol"]
+    fit_jit(_program, key=("test", 6))(*_args(0))
+    (path,) = folder.iterdir()
+    real = jax.export.Exported.call
+
+    def broken(self, *a, **k):
+        raise ValueError("exported for platforms ('cuda',) but it is used on ('cpu',)")
+
+    monkeypatch.setattr(jax.export.Exported, "call", broken)
+    out = fit_jit(_program, key=("test", 6))(*_args(0))
+    np.testing.assert_allclose(out["sol"], expected, rtol=1e-12)
+    assert not path.exists()
+    monkeypatch.setattr(jax.export.Exported, "call", real)
+
+
+def test_the_lapack_guard_and_random_bits_are_part_of_the_key(folder):
+    """The guard rewrites batched LAPACK calls when a program is lowered, and an exported program keeps
+    its lowering: a program exported under the guard is never used outside it, nor the reverse."""
+    from bayes_dpreg.runtime.threads import lapack_guard
+
+    fit_jit(_program, key=("test", 7))(*_args(0))
+    with lapack_guard():
+        fit_jit(_program, key=("test", 7))(*_args(0))
+    with jax.threefry_partitionable(not jax.config.jax_threefry_partitionable):
+        fit_jit(_program, key=("test", 7))(*_args(0))
+    assert len(list(folder.iterdir())) == 3
+
+
+def test_a_program_exported_under_the_lapack_guard_keeps_no_call_that_can_deadlock(folder):
+    """20,000 Cholesky factorisations in one call (the size that hung ``fit(method="normalx")``):
+    exported outside the guard the file holds a call jaxlib may split over its thread pool; under
+    the guard (every public function's context) it holds none, and that is the file later fits load."""
+    from bayes_dpreg.runtime.threads import lapack_guard, split_lapack_calls
+
+    A = np.broadcast_to(np.eye(5) * 2.0, (20_000, 5, 5)).copy()
+    # two function objects, so that JAX's in-process lowering cache cannot hand one's lowering to the other
+    fit_jit(lambda A: jnp.linalg.cholesky(A), key=("test", 8))(A)
+    (outside,) = folder.iterdir()
+    assert split_lapack_calls(exported._load(outside).mlir_module())  # else this test could not fail
+    with lapack_guard():
+        L = fit_jit(lambda A: jnp.linalg.cholesky(A), key=("test", 8))(A)
+    (inside,) = set(folder.iterdir()) - {outside}
+    assert split_lapack_calls(exported._load(inside).mlir_module()) == []
+    np.testing.assert_allclose(np.asarray(L)[0], np.sqrt(2.0) * np.eye(5))
+
+
 def test_stable_keys_name_functions_and_refuse_addresses():
     from bayes_dpreg.samplers.normalx_clt import KERNEL
     from bayes_dpreg.samplers.normalx_nuts import NutsSettings
@@ -93,6 +141,7 @@ def test_stable_keys_name_functions_and_refuse_addresses():
     key = exported.stable_key(("advance", KERNEL, NutsSettings(), 100, False, None))
     assert key is not None and "bayes_dpreg.samplers.normalx_clt.step" in repr(key)
     assert exported.stable_key(("x", object())) is None
+    assert exported.stable_key(("x", np.zeros(2000))) is None  # an array's repr is abbreviated
 
 
 def test_a_new_process_loads_the_sampler_instead_of_tracing_it(tmp_path):
@@ -115,18 +164,16 @@ idata = bd.fit(st, "fixeds", num_samples=30, num_warmup=30, num_chains=2, seed=3
 print(json.dumps({"exports": len(calls), "theta": idata.posterior["theta"].values.ravel().tolist()}))
 """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION_CACHE", "BAYES_DPREG"))}
-    env["BAYES_DPREG_COMPILATION_CACHE"] = str(tmp_path / "cache")
     import json
 
-    runs = [
-        json.loads(
-            subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-            .stdout.strip()
-            .splitlines()[-1]
-        )
-        for _ in range(2)
-    ]
+    def run(cache):
+        env["BAYES_DPREG_COMPILATION_CACHE"] = cache
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    runs = [run(str(tmp_path / "cache")) for _ in range(2)]
+    plain = run("0")  # no cache, so nothing exported: the programs jitted directly
     assert runs[0]["exports"] >= 3  # prepare or init, the chains' chunk, the post-processing programs
-    assert runs[1]["exports"] == 0
-    assert runs[1]["theta"] == runs[0]["theta"]
+    assert runs[1]["exports"] == 0 and plain["exports"] == 0
+    assert runs[1]["theta"] == runs[0]["theta"] == plain["theta"]
     assert len(list((tmp_path / "cache" / "exported").iterdir())) == runs[0]["exports"]

@@ -161,7 +161,7 @@ def fit_jit(fun: Callable, key: Any = None, **kwargs: Any) -> Callable:
     and lowering it (:mod:`bayes_dpreg.runtime.exported`)."""
     import threading
 
-    from .exported import exported_call, signature, stable_key
+    from .exported import Unusable, exported_call, signature, stable_key
 
     @functools.cache
     def jitted() -> Callable:
@@ -195,7 +195,11 @@ def fit_jit(fun: Callable, key: Any = None, **kwargs: Any) -> Callable:
                     jit = lambda f: jax.jit(f, compiler_options=options)
                     program = exported_call(fun, stable, args, sig, jit, options) or jitted()
                     programs[sig] = program
-        return program(*args)
+        try:
+            return program(*args)
+        except Unusable:  # an exported program that fails on its first call: jit the function itself
+            programs[sig] = jitted()
+            return programs[sig](*args)
 
     return call
 

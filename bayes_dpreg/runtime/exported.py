@@ -33,9 +33,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["exported_call", "export_dir", "signature", "stable_key", "MAX_FILES"]
+__all__ = ["exported_call", "export_dir", "signature", "stable_key", "Unusable", "MAX_FILES"]
 
-MAX_FILES = 400  # the oldest files beyond this are removed when a new one is written (about 100 KB each)
+MAX_FILES = 400  # the oldest files beyond this are removed when a new one is written (50-200 KB each at d = 5)
 _registered: set[type] = set()
 _lock = threading.Lock()
 
@@ -104,13 +104,26 @@ def _resolve(name: str) -> type:
     return obj
 
 
-def _path(key: Any, signature: Any, options: Any) -> Path | None:
+def _trace_context() -> tuple:
+    """What, besides the arguments, changes the program JAX traces and lowers: the device's platform
+    (``cuda`` and ``rocm`` share the backend name ``gpu``), the configuration flags that alter
+    random bits or arithmetic, and whether :func:`~bayes_dpreg.runtime.threads.lapack_guard` is in
+    force (it rewrites batched LAPACK calls at lowering, which an exported program keeps)."""
     import jax
 
+    from . import threads
+
+    flags = ("jax_enable_x64", "jax_threefry_partitionable", "jax_default_prng_impl", "jax_default_matmul_precision")
+    device = jax.config.jax_default_device  # type: ignore[attr-defined]
+    platform = getattr(device, "platform", None) or (device if isinstance(device, str) else jax.devices()[0].platform)
+    return platform, tuple(str(getattr(jax.config, f)) for f in flags), threads._depth > 0
+
+
+def _path(key: Any, signature: Any, options: Any) -> Path | None:
     folder = export_dir()
     if folder is None:
         return None
-    setting = (sorted((options or {}).items()), jax.default_backend(), jax.config.read("jax_enable_x64"))
+    setting = (sorted((options or {}).items()), _trace_context())
     what = repr((key, str(signature[0]), [(s, str(t), w) for s, t, w in signature[1]], setting))
     digest = hashlib.sha256(f"{what}|{_versions()}|{_source_hash()}".encode()).hexdigest()[:32]
     return folder / digest
@@ -125,14 +138,25 @@ def _load(path: Path) -> Any:
 
 
 def _save(path: Path, exp: Any, classes: set[type]) -> None:
+    """Write atomically (a concurrent process reads the whole file or none), then keep the newest
+    :data:`MAX_FILES` files and remove temporary files older than an hour (a killed writer's)."""
+    import time
+
     blob = json.dumps(sorted(map(_name, classes))).encode() + b"\n" + bytes(exp.serialize())
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
     tmp.write_bytes(blob)
-    os.replace(tmp, path)  # atomic: a concurrent process reads the whole file or none
-    files = sorted((p for p in path.parent.iterdir() if "." not in p.name), key=lambda p: p.stat().st_mtime)
-    for old in files[:-MAX_FILES]:
-        old.unlink(missing_ok=True)
+    os.replace(tmp, path)
+    ages = []
+    for p in path.parent.iterdir():
+        try:
+            ages.append((p.stat().st_mtime, p))
+        except FileNotFoundError:  # removed by another process meanwhile
+            continue
+    old = time.time() - 3600.0
+    done = sorted((a, p) for a, p in ages if "." not in p.name)
+    for _, p in done[:-MAX_FILES] + [(a, p) for a, p in ages if ".tmp" in p.name and a < old]:
+        p.unlink(missing_ok=True)
 
 
 def stable_key(obj: Any) -> Any:
@@ -141,13 +165,19 @@ def stable_key(obj: Any) -> Any:
     NamedTuples field by field; ``None`` where some part has no such form (its ``repr`` holds
     a memory address), so that the program is not exported."""
     if callable(obj) and hasattr(obj, "__qualname__"):
-        return f"{obj.__module__}.{obj.__qualname__}"
+        name = f"{obj.__module__}.{obj.__qualname__}"
+        code = getattr(obj, "__code__", None)
+        if str(obj.__module__).startswith("bayes_dpreg") or code is None:
+            return name  # the package's source is in every key (_source_hash)
+        return f"{name}#{hashlib.sha256(code.co_code + repr(code.co_consts).encode()).hexdigest()[:16]}"
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
         parts = tuple(stable_key(v) for v in obj)
         return None if None in parts else (type(obj).__qualname__, *zip(obj._fields, parts))
     if isinstance(obj, (tuple, list)):
         parts = tuple(stable_key(v) for v in obj)
         return None if None in parts else parts
+    if hasattr(obj, "shape") and hasattr(obj, "dtype"):
+        return None  # an array's repr may be abbreviated
     text = repr(obj)
     return None if " at 0x" in text else text
 
@@ -183,10 +213,37 @@ def exported_call(fun: Callable, key: Any, args: tuple, sig: tuple, jit: Callabl
         if exp is None:
             classes = _namedtuples(tree, set())
             _register(classes)
-            exp = jax.export.export(jit(fun))(*args)
+            exp = jax.export.export(jit(fun), platforms=(_trace_context()[0],))(*args)
             classes = _namedtuples(exp.out_tree, classes)
             _register(classes)
-            _save(path, exp, classes)
-        return jit(exp.call)
+            try:
+                _save(path, exp, classes)
+            except Exception:  # a full or read-only disk: this process still uses the export
+                pass
+        return _first_call_checked(jit(exp.call), path)
     except Exception:
         return None
+
+
+def _first_call_checked(program: Callable, path: Path) -> Callable:
+    """``program``, whose first call, if it fails (a file exported for another platform), removes
+    the file and raises :class:`Unusable` so that the caller jits the function itself."""
+    checked = False
+
+    def call(*args: Any) -> Any:
+        nonlocal checked
+        if checked:
+            return program(*args)
+        try:
+            out = program(*args)
+        except Exception as exc:
+            path.unlink(missing_ok=True)
+            raise Unusable from exc
+        checked = True
+        return out
+
+    return call
+
+
+class Unusable(Exception):
+    """An exported program failed on its first call; the caller falls back to ``jax.jit``."""
