@@ -41,10 +41,11 @@ _lock = threading.Lock()
 
 
 def export_dir() -> Path | None:
-    """``<persistent compilation cache>/exported``, or ``None`` while the cache is off."""
-    from .cache import compilation_cache_dir
+    """``<persistent compilation cache>/exported``, or ``None`` while the cache is off (JAX's setting,
+    which :func:`~bayes_dpreg.runtime.cache.enable_compilation_cache` makes)."""
+    import jax
 
-    cache = compilation_cache_dir()
+    cache = jax.config.jax_compilation_cache_dir  # type: ignore[attr-defined]
     return None if not cache else Path(cache) / "exported"
 
 
