@@ -46,7 +46,7 @@ from .privacy.gaussian import (
     classical_gaussian_sigma,
     ssp_sensitivity,
 )
-from .runtime.device import select_device
+from .runtime.device import DeviceWarning, select_device
 from .runtime.precision import enable_x64
 from .runtime.threads import configure_threads
 from .samplers import DEFAULT_METHOD, SAMPLERS
@@ -78,6 +78,7 @@ __all__ = [
     "release_bs",
     "DEFAULT_METHOD",
     "NoiseWarning",
+    "DeviceWarning",
     "PriorScales",
     "SAMPLERS",
     "prior_scales",

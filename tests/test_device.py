@@ -78,3 +78,40 @@ def test_a_refused_selection_leaves_the_environment_as_it_was(monkeypatch):
         bd.select_device(other)
     assert "JAX_PLATFORMS" not in os.environ
     assert jax.config.jax_platforms in (None, "")
+
+
+def test_a_nuts_fit_on_a_gpu_warns_and_names_the_remedy(monkeypatch):
+    """The GPU's slowness for NUTS was measured on a lent H200 (docs/results/speed/speed_gpu.md);
+    here the backend is faked and the samplers stop before sampling, so only the rule, the
+    message and where it points are tested."""
+    import dataclasses
+    import warnings
+
+    import jax
+
+    from bayes_dpreg import DeviceWarning
+    from bayes_dpreg.samplers import SAMPLERS
+
+    class Stop(Exception):
+        pass
+
+    def stop(*args, **kwargs):
+        raise Stop
+
+    sim = bd.simulate(600, 2, seed=0)
+    stats = [
+        bd.release(sim.X[j::2], sim.y[j::2], epsilon=1.0, delta=1e-5, x_bound=5.0, y_bound=9.0, seed=j)
+        for j in range(2)
+    ]
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    for method, loops in (("normalx-nuts", True), ("normalx-clt", True), ("fixeds", False), ("normalx", False)):
+        monkeypatch.setitem(SAMPLERS, method, dataclasses.replace(SAMPLERS[method], run=stop))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(Stop):
+                bd.fit(stats, method)
+        slow = [w for w in caught if issubclass(w.category, DeviceWarning)]
+        assert len(slow) == int(loops), method
+        if loops:
+            assert 'select_device("cpu")' in str(slow[0].message)
+            assert slow[0].filename == __file__

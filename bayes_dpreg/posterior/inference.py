@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # arviz loads in about 0.7 s: only when a fit is made
 from ..model.prior import ModelSpec, Prior, describe_prior, load_model, prior_scales
 from ..privacy.noisy_stats import NoisyStats, check_distinct, warn_if_not_private
 from ..runtime.cache import enable_compilation_cache
+from ..runtime.device import warn_if_slow_device
 from ..runtime.entry import public
 from ..samplers import SAMPLERS, Sampler, default_method
 from ..samplers import get as get_sampler
@@ -171,6 +172,7 @@ def fit(
             f"method {sampler.name!r}: unexpected options {sorted(unknown)}; it takes {sorted(sampler.options)}"
         )
     prefetch_arviz()
+    warn_if_slow_device(sampler.name, sampler.kernel is not None and not sampler.kernel.vectorize, stacklevel=2)
     res = sampler.run(st, pr, jax.random.key(seed), num_chains, num_samples, num_warmup, **options)
     _check_finite(sampler.name, res.posterior)
     features = names[1:] if sampler.needs_intercept else names

@@ -13,10 +13,33 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["select_device", "DEVICES"]
+__all__ = ["select_device", "DEVICES", "DeviceWarning", "warn_if_slow_device"]
 
 DEVICES = {"cpu": "cpu", "gpu": "cuda"}  # our name -> JAX's platform name (NVIDIA GPUs)
 ENV = "JAX_PLATFORMS"
+
+
+class DeviceWarning(UserWarning):
+    """A fit runs on a device where its sampler is known to be slow."""
+
+
+def warn_if_slow_device(method: str, loops: bool, *, stacklevel: int = 2) -> None:
+    """Warn when a sampler whose step is a loop of small kernels (NUTS' tree building: ``loops``)
+    runs on a GPU. Each of its d x d operations is then a kernel launch; measured on an H200 at
+    d = 5, J = 5 (``docs/results/speed/speed_gpu.md``) a warm one-chain fit took 11.6 s against
+    1.0 s on one core of the 2-core development machine."""
+    import warnings
+
+    import jax
+
+    if loops and jax.default_backend() == "gpu":
+        warnings.warn(
+            f"method {method!r} runs on the GPU, where its NUTS steps (loops of small matrix kernels) "
+            "are about 10 times slower than on one CPU core (docs/results/speed/speed_gpu.md): "
+            'call bayes_dpreg.select_device("cpu") at the start of the process',
+            DeviceWarning,
+            stacklevel=stacklevel + 1,
+        )
 
 
 def select_device(kind: str) -> str:

@@ -1,0 +1,47 @@
+"""Cold and warm ``fit`` of the default sampler in one process, with a stack dump of every thread
+each ``--dump-every`` seconds (to ``<out>/stacks.txt``): tells a slow fit from a hung one.
+
+    python -m benchmarks.fit_probe --device gpu --chains 1 --dump-every 40 --out /tmp/probe
+
+Data as in :mod:`benchmarks.speed` (the paper's simulation, n = 1e5, eps = 1, seeded releases),
+d = 5, J = 5 unless ``--dims``/``--parties``. Prints the seconds of the first fit (compilation
+included) and of a second fit on another release of the same shapes. ``docs/results/speed/speed_gpu.md``
+quotes it on a lent H200.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
+    ap.add_argument("--method", default="normalx-clt")
+    ap.add_argument("--dims", type=int, default=5)
+    ap.add_argument("--parties", type=int, default=5)
+    ap.add_argument("--chains", type=int, default=4)
+    ap.add_argument("--dump-every", type=float, default=60.0)
+    ap.add_argument("--out", type=Path, default=Path("."))
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    stacks = open(args.out / "stacks.txt", "w")  # noqa: SIM115 (open until the process ends)
+    faulthandler.dump_traceback_later(args.dump_every, repeat=True, file=stacks)
+
+    import bayes_dpreg as bd
+
+    bd.select_device(args.device)
+    from benchmarks import speed
+
+    for label, seed in (("cold", 1), ("warm", 2)):
+        stats = speed.releases(args.method, args.dims, args.parties, seed)
+        t = time.perf_counter()
+        bd.fit(stats, args.method, seed=seed, num_chains=args.chains)
+        print(f"{label} fit: {time.perf_counter() - t:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
