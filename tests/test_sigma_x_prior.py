@@ -132,3 +132,17 @@ def test_the_default_fit_uses_the_separation_prior_and_the_gibbs_sampler_the_inv
         bd.fit(stats, "normalx", Prior(Sigma_x_prior="lkj"))
     with pytest.raises(ValueError, match="not the separation prior"):
         sbc(jax.random.key(0), "normalx", Prior(C=1.0, b=1.0, Lambda=1.0).resolve(2), np.array([50, 50]), 1.0, 1.0)
+
+
+@pytest.mark.parametrize("d", [1, 2, 5])
+def test_the_square_root_density_is_the_separation_priors(d):
+    """ScaledLKJ.log_prob_sqrt (no factorisation of R, used by the samplers' gradients) equals
+    log_prob to rounding, for a non-triangular square root and an ill-conditioned Sigma."""
+    rng = np.random.default_rng(d)
+    for scale in (1.0, 1e-3):
+        F = rng.standard_normal((d, d)) @ np.diag(np.geomspace(1.0, scale, d))
+        Sigma = F @ F.T
+        prior = ScaledLKJ(np.diag(rng.uniform(0.5, 2.0, d)), eta=2.0, scale_sd=0.7)
+        want = float(prior.log_prob(jnp.asarray(Sigma)))
+        got = float(prior.log_prob_sqrt(jnp.asarray(F), jnp.linalg.slogdet(Sigma)[1]))
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-9)

@@ -138,15 +138,33 @@ class ScaledLKJ(dist.Distribution):
         return s[..., :, None] * R * s[..., None, :]
 
     def log_prob(self, value: Array) -> Array:
-        d = self.event_shape[-1]
         log_s = 0.5 * jnp.log(jnp.diagonal(value, axis1=-2, axis2=-1))
-        log_scales = dist.Normal(self.loc, self.scale_sd, validate_args=False).log_prob(log_s)
-        out = (log_scales - (d + 1.0) * log_s).sum(-1) - d * jnp.log(2.0)
+        out = self._scales_log_prob(log_s)
         lkj = self._lkj()
         if lkj is not None:
             s = jnp.exp(log_s)
             out = out + lkj.log_prob(value / (s[..., :, None] * s[..., None, :]))
         return out
+
+    def log_prob_sqrt(self, F: Array, log_det: Array) -> Array:
+        r"""``log_prob(F F^T)`` from any square root ``F`` of ``Sigma`` and ``log det Sigma``,
+        with no factorisation of ``R``: ``s_k^2 = sum_i F_ki^2`` and, as ``LKJ(R; eta) = c_eta
+        det(R)^{eta - 1}`` (the density of ``LKJCholesky`` over its Jacobian ``prod_i
+        L_ii^{d - i}``), ``log LKJ(R) = (eta - 1) (log det Sigma - 2 sum_k log s_k) + log c_eta``.
+        The samplers' gradient evaluates it (one Cholesky and its derivative fewer)."""
+        log_s = 0.5 * jnp.log((F**2).sum(-1))
+        out = self._scales_log_prob(log_s)
+        d = self.event_shape[-1]
+        if d > 1:
+            log_c = dist.LKJCholesky(d, self.eta, validate_args=False).log_prob(jnp.eye(d, dtype=F.dtype))
+            out = out + (self.eta - 1.0) * (log_det - 2.0 * log_s.sum(-1)) + log_c
+        return out
+
+    def _scales_log_prob(self, log_s: Array) -> Array:
+        """The scales' log-normal factor with the Jacobian of ``(s, R) -> Sigma``."""
+        d = self.event_shape[-1]
+        log_scales = dist.Normal(self.loc, self.scale_sd, validate_args=False).log_prob(log_s)
+        return (log_scales - (d + 1.0) * log_s).sum(-1) - d * jnp.log(2.0)
 
 
 def prior_dist(pr: ResolvedPrior, name: str) -> dist.Distribution:

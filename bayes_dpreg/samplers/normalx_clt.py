@@ -91,6 +91,7 @@ __all__ = [
     "reference",
     "sigma_tilde",
     "log_density",
+    "theta_log_prior",
     "unpack",
     "init",
     "step",
@@ -246,19 +247,26 @@ def theta_conditional(Sigma: Array, sigma2: Array, ref: CLTReference, n: Array) 
 
 def log_density(z: dict, data: ModelData, pr: ResolvedPrior, ref: CLTReference) -> Array:
     """Log-density of ``(v, b, log sigma_y^2)``: the priors of ``Sigma_x`` (with its log-Cholesky
-    Jacobian), ``theta`` (with ``|d theta / d b|``, :func:`unpack`) and ``sigma_y^2`` (with
+    Jacobian), ``theta`` (:func:`theta_log_prior`, with ``|d theta / d b|``, :func:`unpack`) and ``sigma_y^2`` (with
     ``d sigma_y^2 / d log sigma_y^2``), and :func:`clt_log_lik`; constants dropped. Tested equal to
     the model's density plus a numerically differentiated log-Jacobian."""
     L, theta, log_jac_theta, sigma2 = unpack(z, ref, data.n)
     Sigma_t = sigma_tilde(L @ L.T, theta, sigma2)
     return (
         sigma_x_log_density(L, pr, ref.Q)
-        + prior_dist(pr, "theta").log_prob(ref.Q @ theta)
+        + theta_log_prior(theta, ref)
         + log_jac_theta
         + prior_dist(pr, "sigma2").log_prob(sigma2)
         + z["ls2"]
         + clt_log_lik(Sigma_t, ref.W, data.n, ref.s2)
     )
+
+
+def theta_log_prior(theta: Array, ref: CLTReference) -> Array:
+    """``log N(Q theta; m, C)`` for ``theta`` in the frame, up to a constant: ``-theta^T C'^{-1}
+    theta / 2 + theta^T C'^{-1} m'`` with ``C'^{-1} = Q^T C^{-1} Q`` and ``m' = Q^T m`` (``ref``),
+    no factorisation of ``C`` per evaluation."""
+    return theta @ (ref.Cm - 0.5 * (ref.C_inv @ theta))
 
 
 def _ravel(d: int) -> Any:

@@ -228,8 +228,9 @@ def sigma_x_log_density(L: Array, pr: ResolvedPrior, Q: Array | None = None) -> 
     i = jnp.arange(d)
     Q = jnp.eye(d, dtype=L.dtype) if Q is None else Q
     if pr.eta is not None:
-        log_jacobian = ((d - i + 1.0) * jnp.log(jnp.diagonal(L))).sum()
-        return prior_dist(pr, "Sigma_x").log_prob(_from_frame(L @ L.T, Q)) + log_jacobian
+        log_L = jnp.log(jnp.diagonal(L))
+        prior = prior_dist(pr, "Sigma_x")
+        return prior.log_prob_sqrt(Q @ L, 2.0 * log_L.sum()) + ((d - i + 1.0) * log_L).sum()
     Lam = _to_frame(jnp.asarray(pr.Lambda), Q)
     Linv_Lam = jax.scipy.linalg.solve_triangular(L, jnp.linalg.cholesky(Lam), lower=True)
     return -((pr.kappa + i) * jnp.log(jnp.diagonal(L))).sum() - 0.5 * (Linv_Lam**2).sum()
