@@ -5,7 +5,9 @@ each ``--dump-every`` seconds (to ``<out>/stacks.txt``): tells a slow fit from a
 
 Data as in :mod:`benchmarks.speed` (the paper's simulation, n = 1e5, eps = 1, seeded releases),
 d = 5, J = 5 unless ``--dims``/``--parties``. Prints the seconds of the first fit (compilation
-included) and of a second fit on another release of the same shapes. ``docs/results/speed/speed_gpu.md``
+included) and of a second fit on another release of the same shapes, and for NUTS the leapfrog steps
+of the kept draws (the warm-up's are not recorded) with the fit's seconds over them: a comparison of
+two versions whose chains take different paths. ``docs/results/speed/speed_gpu.md``
 quotes it on a lent H200.
 """
 
@@ -39,8 +41,11 @@ def main() -> None:
     for label, seed in (("cold", 1), ("warm", 2)):
         stats = speed.releases(args.method, args.dims, args.parties, seed)
         t = time.perf_counter()
-        bd.fit(stats, args.method, seed=seed, num_chains=args.chains)
-        print(f"{label} fit: {time.perf_counter() - t:.1f} s", flush=True)
+        idata = bd.fit(stats, args.method, seed=seed, num_chains=args.chains)
+        wall = time.perf_counter() - t
+        steps = int(idata.sample_stats["n_steps"].sum()) if "n_steps" in idata.sample_stats else 0
+        per_step = f", {steps} leapfrog steps after warm-up ({1e6 * wall / steps:.0f} us a step)" if steps else ""
+        print(f"{label} fit: {wall:.1f} s{per_step}", flush=True)
 
 
 if __name__ == "__main__":

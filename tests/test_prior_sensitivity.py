@@ -130,3 +130,20 @@ def test_release_lambda_is_the_pooled_covariance_of_the_features():
     np.testing.assert_allclose(lam, lam.T)
     assert np.all(np.linalg.eigvalsh(lam) > 0)
     np.testing.assert_allclose(lam, X.T @ X / len(X), atol=0.02 * np.trace(X.T @ X / len(X)))
+
+
+def test_the_array_path_is_arviz_psens():
+    """psens_draws (ArviZ's PSIS and CJS steps without its xarray layer) equals arviz.psens."""
+    import arviz as az
+
+    from bayes_dpreg.posterior.diagnostics.prior_sensitivity import _psens
+
+    rng = np.random.default_rng(3)
+    theta = rng.standard_normal((2, 300, 3))
+    log_prior = {"theta": -0.5 * (theta**2).sum(-1), "Sigma_x": rng.standard_normal((2, 300))}
+    log_lik = {"z_tilde": -0.5 * (theta[..., :1] - 1.0) ** 2 + 0.1 * rng.standard_normal((2, 300, 1))}
+    groups = {"posterior": {"theta": theta}, "log_prior": log_prior, "log_likelihood": log_lik}
+    idata = az.InferenceData(**{g: az.convert_to_dataset(v) for g, v in groups.items()})
+    for component, name in (("prior", "theta"), ("prior", "Sigma_x"), ("likelihood", None)):
+        want = az.psens(idata, component=component, component_var_names=name, var_names=["theta"], delta=0.01)
+        np.testing.assert_allclose(_psens(idata, component, name, 0.01), np.asarray(getattr(want, "theta", want)), rtol=1e-10, atol=1e-12)
