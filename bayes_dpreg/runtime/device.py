@@ -27,7 +27,7 @@ def warn_if_slow_device(method: str, loops: bool, *, stacklevel: int = 2) -> Non
     """Warn when a sampler whose step is a loop of small kernels (NUTS' tree building: ``loops``)
     runs on a GPU. Each of its d x d operations is then a kernel launch; measured on an H200 at
     d = 5, J = 5 (``docs/results/speed/speed_gpu.md``) a warm one-chain fit took 11.6 s against
-    1.0 s on one core of the 2-core development machine."""
+    1.0 s on the 2-core development machine's CPU."""
     import warnings
 
     import jax
@@ -35,7 +35,7 @@ def warn_if_slow_device(method: str, loops: bool, *, stacklevel: int = 2) -> Non
     if loops and jax.default_backend() == "gpu":
         warnings.warn(
             f"method {method!r} runs on the GPU, where its NUTS steps (loops of small matrix kernels) "
-            "are about 10 times slower than on one CPU core (docs/results/speed/speed_gpu.md): "
+            "are about 10 times slower than on a 2-core CPU (docs/results/speed/speed_gpu.md): "
             'call bayes_dpreg.select_device("cpu") at the start of the process',
             DeviceWarning,
             stacklevel=stacklevel + 1,
