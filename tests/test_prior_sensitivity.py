@@ -141,7 +141,10 @@ def test_the_array_path_is_arviz_psens():
     rng = np.random.default_rng(3)
     theta = rng.standard_normal((2, 300, 3))
     log_prior = {"theta": -0.5 * (theta**2).sum(-1), "Sigma_x": rng.standard_normal((2, 300))}
-    log_lik = {"z_tilde": -0.5 * (theta[..., :1] - 1.0) ** 2 + 0.1 * rng.standard_normal((2, 300, 1))}
+    log_lik = {
+        "z_tilde": -0.5 * (theta[..., :1] - 1.0) ** 2 + 0.1 * rng.standard_normal((2, 300, 1)),
+        "other": 0.2 * theta[..., 1:] * rng.standard_normal((2, 300, 1, 2)).sum(-1),
+    }
     groups = {"posterior": {"theta": theta}, "log_prior": log_prior, "log_likelihood": log_lik}
     idata = az.InferenceData(**{g: az.convert_to_dataset(v) for g, v in groups.items()})
     for component, name in (("prior", "theta"), ("prior", "Sigma_x"), ("likelihood", None)):

@@ -67,13 +67,11 @@ class PriorSensitivity(NamedTuple):
 
 def _psens(idata: Any, component: str, component_var_names: str | None, delta: float) -> np.ndarray:
     """``arviz.psens`` of ``theta`` (per coefficient) for one prior factor or the likelihood."""
-    if component == "prior":
-        log_density = idata.log_prior[component_var_names].values
-    else:
-        log_density = sum(v.values for v in idata.log_likelihood.data_vars.values())
+    group = idata.log_prior[[component_var_names]] if component == "prior" else idata.log_likelihood
     draws = idata.posterior["theta"].values
-    per_draw = log_density.reshape(draws.shape[0] * draws.shape[1], -1).sum(-1)
-    return psens_draws(draws.reshape(per_draw.size, -1), per_draw, delta)[0]
+    S = draws.shape[0] * draws.shape[1]
+    per_draw = sum(v.values.reshape(S, -1).sum(-1) for v in group.data_vars.values())  # each variable's own shape
+    return psens_draws(draws.reshape(S, -1), per_draw, delta)[0]
 
 
 def psens_draws(draws: np.ndarray, log_density: np.ndarray, delta: float, *more: np.ndarray) -> list[np.ndarray]:
