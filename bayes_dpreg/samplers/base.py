@@ -79,8 +79,10 @@ class ChainKernel(NamedTuple):
     ``vectorize``: chains are ``vmap``-ped (cheap, loop-free kernels) or run one after
     another through the same compiled function (NUTS, whose trees differ in length).
     ``prepare(data, prior, settings) -> data``: constants of the data set that every chain
-    shares (a Laplace frame), computed once per data set before the chains start; the
-    kernel's other functions then receive its output as ``data``.
+    shares (a Laplace frame), computed once per data set before the chains start, on the host
+    (it may run compiled programs of its own; it is not traced into the chains' programs, nor
+    vmapped: :func:`run_batched` calls it for each data set); the kernel's other functions then
+    receive its output as ``data``.
     ``threads``: chains that are not vectorised run concurrently, one Python thread per core
     (XLA runs each program on its own CPU thread pool, so two programs use two cores); only
     for kernels measured to gain (``docs/samplers.md``)."""
@@ -198,13 +200,6 @@ def positive_int(name: str, v: Any, minimum: int = 1) -> int:
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled_prepare(kernel: ChainKernel, settings: Any) -> Callable:
-    assert kernel.prepare is not None
-    prepare = kernel.prepare
-    return fit_jit(lambda data, pr: prepare(data, pr, settings), key=("prepare", kernel, settings))
-
-
-@functools.lru_cache(maxsize=64)
 def _compiled_init(kernel: ChainKernel, settings: Any, batched: bool) -> Callable:
     one = lambda key, data, pr: kernel.init(key, data, pr, settings)
     return fit_jit(jax.vmap(one, (0, None, None)) if batched else one, key=("init", kernel, settings, batched))
@@ -272,7 +267,7 @@ def run_chains(
     compiled = signature in _STARTED
     with compile_notice(_describe(kernel, data)) if not compiled else contextlib.nullcontext():
         if kernel.prepare is not None:
-            data = _compiled_prepare(kernel, settings)(data, pr)
+            data = kernel.prepare(data, pr, settings)
         states = [init(k, data, pr) for k in groups]
         head = None if compiled else _advance_all(advance, states[0], data, pr, groups[0], sizes[:1], bar, width)
     _STARTED.add(signature)
@@ -431,8 +426,6 @@ def _compiled_batch(
         return out + (jax.tree.map(lambda a: a / (num_draws * thin), total),)
 
     def one_replication(key, data, pr):
-        if kernel.prepare is not None:
-            data = kernel.prepare(data, pr, settings)
         keys = key[None] if num_chains == 1 else jax.random.split(key, num_chains)
         return jax.vmap(one_chain, (0, None, None))(keys, data, pr)
 
@@ -468,6 +461,9 @@ def run_batched(
     R = jax.tree.leaves(data)[0].shape[0]
     batch = batch or R
     fn = _compiled_batch(kernel, settings, num_chains, num_warmup, num_samples, thin, tuple(keep))
+    if kernel.prepare is not None:
+        one = lambda tree, r: jax.tree.map(lambda a: a[r], tree)
+        data = stack_trees([kernel.prepare(one(data, r), one(pr, r), settings) for r in range(R)])
     keys = jax.random.split(key, R)
     parts = []
     for i in range(0, R, batch):

@@ -65,18 +65,21 @@ the reference (``docs/samplers.md`` gives the measured boundary).
 
 from __future__ import annotations
 
+import functools
+import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.optimize
 from jax import Array, lax
-from jax.scipy.optimize import minimize
 
 from ..model.densities import ModelData, model_data, prior_dist
 from ..model.linalg import from_log_cholesky, log_cholesky, pooled_covariance, spd_inverse, symmetrize
 from ..model.prior import ResolvedPrior
+from ..runtime.cache import fit_jit
 from ..stats import StackedStats
 from .base import ChainKernel, MethodResult, Sampler
 from .normalx_nuts import NUTS_OPTIONS, NCState, NutsSettings, info, nuts_kernels, run_nuts, sigma_x_log_density
@@ -302,16 +305,67 @@ def laplace(data: ModelData, pr: ResolvedPrior, ref: CLTReference, max_iter: int
     J = 100, BFGS in ``v`` went to ``D_kk = 2e-7`` with the density still rising, a point of no
     posterior mass), whereas in ``(log D_kk, R)`` the log-normal scales bound it and BFGS converges
     (to the bulk: every ``D_kk`` near its prior's centre there). NUTS still targets the density in
-    ``v``; only the frame's centre and scales come from the other."""
-    neg, x0 = frame_objective(data, pr, ref, prior_coordinates=pr.eta is not None)
-    neg = jax.jit(neg)  # one trace of the log-density, however many places BFGS and _newton call it
-    k = x0.shape[0]
-    res = minimize(neg, x0, method="BFGS", options={"maxiter": max_iter})
-    start = jnp.where(jnp.all(jnp.isfinite(res.x)) & (res.fun <= neg(x0)), res.x, x0)
-    mode, w, V = _newton(neg, start)
-    ok = jnp.all(jnp.isfinite(w)) & jnp.all(jnp.isfinite(mode))
-    T = jnp.where(ok, V / jnp.sqrt(w), jnp.eye(k, dtype=x0.dtype))
-    return ref._replace(mode=jnp.where(ok, mode, start), T=T)
+    ``v``; only the frame's centre and scales come from the other.
+
+    The search runs on the host (SciPy's BFGS, :func:`_newton`'s loop in Python) around two
+    compiled programs (:func:`_frame_program`: the objective with its gradient, and its Hessian):
+    the frame takes milliseconds to compute, and compiled whole (BFGS's and Newton's loops with
+    every copy of the log-density their line searches inline) it took 11 to 17 s to compile at
+    d = 5, J = 5, three quarters of a cold fit's compilation; the two programs take about 5 s.
+    Its result is the same point to within the search's tolerances (NUTS's target does not depend
+    on it: the frame is an affine change of variables)."""
+    on_host = lambda kind: (
+        lambda x: tuple(np.asarray(a) for a in _frame_program(kind, pr.eta is not None)(jnp.asarray(x), data, pr, ref))
+    )
+    value_and_grad = on_host("value_and_grad")
+    x0 = np.asarray(frame_start(data, pr))
+    start = _bfgs(value_and_grad, x0, max_iter)
+    mode, w, V = _newton(on_host("local"), value_and_grad, start)
+    ok = bool(np.all(np.isfinite(w)) & np.all(np.isfinite(mode)))
+    T = V / np.sqrt(w) if ok else np.eye(x0.shape[0], dtype=x0.dtype)
+    return ref._replace(mode=jnp.asarray(mode if ok else start), T=jnp.asarray(T))
+
+
+def _bfgs(value_and_grad: Callable[[np.ndarray], tuple], x0: np.ndarray, max_iter: int) -> np.ndarray:
+    """SciPy's BFGS from ``x0`` on ``value_and_grad`` (non-finite values read as ``+inf``); its
+    end point where that is finite and no worse than ``x0``, else ``x0``."""
+
+    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
+        f, g = value_and_grad(x)
+        if not (np.isfinite(f) and np.all(np.isfinite(g))):
+            return np.inf, np.zeros_like(x)
+        return float(f), g
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")  # line searches that give up end the search; the checks below decide
+        try:
+            x = scipy.optimize.minimize(fun, x0, jac=True, method="BFGS", options={"maxiter": max_iter}).x
+        except (ValueError, FloatingPointError, np.linalg.LinAlgError):
+            return x0
+    ok = np.all(np.isfinite(x)) and fun(x)[0] <= fun(x0)[0]
+    return x if ok else x0
+
+
+@functools.cache
+def _frame_program(kind: str, prior_coordinates: bool) -> Callable:
+    """A compiled function of ``(x, data, pr, ref)``: ``kind`` ``"value_and_grad"``, the frame's
+    objective (:func:`frame_objective`) and its gradient; ``"local"``, :func:`_local` there."""
+
+    def objective(x: Array, data: ModelData, pr: ResolvedPrior, ref: CLTReference) -> Array:
+        return frame_objective(data, pr, ref, prior_coordinates)[0](x)
+
+    fun: Callable[..., tuple]
+    if kind == "value_and_grad":
+        fun = jax.value_and_grad(objective)
+    else:
+        fun = lambda x, data, pr, ref: _local(lambda y: objective(y, data, pr, ref), x)
+    return fit_jit(fun, key=("frame", kind, prior_coordinates))
+
+
+def frame_start(data: ModelData, pr: ResolvedPrior) -> Array:
+    """The frame's search starts at the reference point with ``log sigma_y^2`` at its prior's mode ``log(b / a)``."""
+    d = data.z_tilde.shape[-1]
+    return jnp.zeros(d * (d + 1) // 2 + d + 1, data.S_tilde.dtype).at[-1].set(jnp.log(pr.b / pr.a))
 
 
 def frame_objective(
@@ -327,8 +381,7 @@ def frame_objective(
     if prior_coordinates:
         density = neg
         neg = lambda x: density(x) + separation_log_jacobian(ravel(x)["v"], ref)
-    x0 = jnp.zeros(d * (d + 1) // 2 + d + 1, data.S_tilde.dtype).at[-1].set(jnp.log(pr.b / pr.a))
-    return neg, x0
+    return neg, frame_start(data, pr)
 
 
 def separation_log_jacobian(v: Array, ref: CLTReference) -> Array:
@@ -356,31 +409,31 @@ def _local(neg: Any, x: Array) -> tuple[Array, Array, Array, Array]:
     return f, g, jnp.maximum(jnp.abs(w), CURVATURE_FLOOR), V
 
 
-def _newton(neg: Any, x: Array) -> tuple[Array, Array, Array]:
+def _newton(
+    local: Callable[[np.ndarray], tuple], value_and_grad: Callable[[np.ndarray], tuple], x: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Saddle-free Newton steps ``-V diag(1/w) V^T grad`` (:func:`_local`) from ``x``, each
     the first of 1, 1/2, 1/4, 1/8 times it that lowers ``neg``, until the step is shorter than
     :data:`NEWTON_TOL` posterior sds (its norm in the frame ``x = V diag(w)^(-1/2) u``), no
     fraction lowers ``neg``, or after :data:`NEWTON_STEPS`; returns the point and its curvature.
-    BFGS (jax.scipy) can stop far from the mode where the log-density is large (its line search
+    BFGS can stop far from the mode where the log-density is large (jax.scipy's did, its line search
     loses precision: at d = 20, J = 100 it stopped 15 sds away, with a negative curvature, and
     NUTS's first 100 iterations took 85 s); where it converged, this costs the one Hessian the
-    frame needs anyway. Each pass of the loop evaluates the point it holds and then steps or
-    stops, so the compiled program traces ``neg`` twice (:func:`_local`, the line search)."""
-    fractions = jnp.array([1.0, 0.5, 0.25, 0.125], x.dtype)
-    k = x.shape[0]
-
-    def body(c: tuple) -> tuple:
-        x, _, _, i, _ = c
-        f, g, w, V = _local(neg, x)
-        step = -V @ ((V.T @ g) / w)
-        go = (i < NEWTON_STEPS) & (jnp.sqrt(jnp.sum((V.T @ g) ** 2 / w)) > NEWTON_TOL)
-        trial = jax.vmap(lambda t: neg(x + t * step))(fractions)
-        better = jnp.isfinite(trial) & (trial < f) & go
-        x = x + jnp.where(better.any(), fractions[jnp.argmax(better)], 0.0) * step
-        return x, w, V, jnp.where(better.any(), i + 1, NEWTON_STEPS), ~better.any()
-
-    eye = jnp.eye(k, dtype=x.dtype)
-    x, w, V, _, _ = lax.while_loop(lambda c: ~c[-1], body, (x, jnp.ones(k, x.dtype), eye, 0, jnp.array(False)))
+    frame needs anyway. ``local(x)``: :func:`_local` at ``x``; ``value_and_grad(x)``: the
+    objective's, for the line search."""
+    for i in range(NEWTON_STEPS + 1):
+        f, g, w, V = local(x)
+        u = V.T @ g
+        if i == NEWTON_STEPS or not np.sqrt(np.sum(u**2 / w)) > NEWTON_TOL:
+            break
+        step = -V @ (u / w)
+        for t in (1.0, 0.5, 0.25, 0.125):
+            trial = value_and_grad(x + t * step)[0]
+            if np.isfinite(trial) and trial < f:
+                x = x + t * step
+                break
+        else:
+            break
     return x, w, V
 
 
@@ -397,9 +450,15 @@ class CLTData(NamedTuple):
 
 
 def prepare(data: ModelData, pr: ResolvedPrior, settings: NutsSettings) -> CLTData:
-    """The Laplace frame (:func:`laplace`), once per data set for all chains."""
+    """The Laplace frame (:func:`laplace`), once per data set for all chains (on the host,
+    around compiled programs: not traceable)."""
     del settings
-    return CLTData(data, laplace(data, pr, reference(data, pr)))
+    return CLTData(data, laplace(data, pr, _reference_program()(data, pr)))
+
+
+@functools.cache
+def _reference_program() -> Callable:
+    return fit_jit(reference, key=("reference",))
 
 
 def init(key: Array, cdata: CLTData, pr: ResolvedPrior, settings: NutsSettings) -> NCState:
