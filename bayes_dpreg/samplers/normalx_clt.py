@@ -73,7 +73,6 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.optimize
 from jax import Array, lax
 
 from ..model.densities import ModelData, model_data, prior_dist
@@ -329,6 +328,7 @@ def laplace(data: ModelData, pr: ResolvedPrior, ref: CLTReference, max_iter: int
 def _bfgs(value_and_grad: Callable[[np.ndarray], tuple], x0: np.ndarray, max_iter: int) -> np.ndarray:
     """SciPy's BFGS from ``x0`` on ``value_and_grad`` (non-finite values read as ``+inf``); its
     end point where that is finite and no worse than ``x0``, else ``x0``."""
+    import scipy.optimize  # on first use: not at ``import bayes_dpreg`` (tests/test_packaging.py)
 
     def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
         f, g = value_and_grad(x)
