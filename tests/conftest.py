@@ -21,9 +21,15 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 @pytest.fixture(autouse=True, scope="session")
 def _compilation_cache(tmp_path_factory):
     """The suite runs with JAX's persistent compilation cache on, as a user's fits do
-    (``bayes_dpreg.runtime.cache``), in a directory of its own rather than the user's cache;
-    subprocesses inherit it. A value already set (e.g. ``0``) is kept."""
-    os.environ.setdefault("BAYES_DPREG_COMPILATION_CACHE", str(tmp_path_factory.mktemp("jaxcache")))
+    (``bayes_dpreg.runtime.cache``), in a directory of its own rather than the user's cache, one
+    for the run that the xdist workers share (JAX locks it while writing; a program one worker
+    compiled, the other loads); subprocesses inherit it. A value already set (e.g. ``0``) is kept."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the workers' basetemps are <run>/popen-gwN
+    cache = root / "jaxcache"
+    cache.mkdir(exist_ok=True)
+    os.environ.setdefault("BAYES_DPREG_COMPILATION_CACHE", str(cache))
     yield
 
 

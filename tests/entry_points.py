@@ -37,8 +37,8 @@ def fit(method: str, **kw) -> Callable[[], object]:
 def report() -> None:
     from bayes_dpreg.report import write_report
 
-    stats = parties(d=4, J=3)
-    idata = bd.fit(stats, num_samples=300, num_warmup=300)
+    stats = parties()  # the shapes and lengths of "fit-normalx-clt": its compiled programs serve
+    idata = bd.fit(stats, num_samples=1000, num_warmup=500)
     table, _ = bd.compare(stats)
     with tempfile.TemporaryDirectory() as tmp:
         write_report(Path(tmp) / "r.html", idata, comparison=table, inclusion=bd.inclusion(stats))
