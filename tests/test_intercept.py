@@ -28,8 +28,10 @@ def _problem(seed, n=(30.0, 45.0, 38.0), sigma_S=4.0):
     pr = PRIOR.resolve_intercept(2)
     n = jnp.asarray(n)
     J = n.shape[0]
-    params, data = simulate_intercept_from_prior(jax.random.key(seed), pr, n, jnp.full(J, sigma_S), jnp.full(J, 3.0))
-    return pr, params, data, ic.reference(data)
+    # compiled, as everything in these tests: op by op, each operation compiled a program of its own
+    simulate = jax.jit(simulate_intercept_from_prior)
+    params, data = simulate(jax.random.key(seed), pr, n, jnp.full(J, sigma_S), jnp.full(J, 3.0))
+    return pr, params, data, jax.jit(ic.reference)(data)
 
 
 def _shapes(J, d):
@@ -50,6 +52,7 @@ def _unflat(x, J, d):
     return out
 
 
+@jax.jit
 def _truth_coordinates(params, data, ref):
     """Coordinates of a state from the model: the simulator keeps b_j and Sx_j to itself, so
     draw them afresh given its Sigma_x and mu_x."""
@@ -74,31 +77,42 @@ def _model_density(q, data, pr):
     return joint - dist.MultivariateNormal(post.mean, post.cov).log_prob(post.mean)
 
 
+def _constrained(x, data, ref):
+    """(upper triangles of Sigma_x and the Gram matrices Sx_j, mu_x, the b_j, sigma2) at unconstrained x."""
+    J, D = data.z_tilde.shape
+    d = D - 1
+    iu = np.triu_indices(d)
+    q = ic.unpack(_unflat(x, J, d), data, ref)
+    Sig = q["L"] @ q["L"].T
+    return jnp.concatenate([Sig[iu], q["Sx"][:, iu[0], iu[1]].ravel(), q["mu_x"], q["b"].ravel(), q["sigma2"][None]])
+
+
+@jax.jit
+def _reference_density(x, data, pr, ref):
+    """The NumPyro model's density with theta integrated out plus log|d(constrained)/dx| (forward-mode
+    Jacobian), compiled once for both cases: op-by-op dispatch of the Jacobian took a minute."""
+    J, D = data.z_tilde.shape
+    q = ic.unpack(_unflat(x, J, D - 1), data, ref)
+    return _model_density(q, data, pr) + jnp.linalg.slogdet(jax.jacfwd(_constrained)(x, data, ref))[1]
+
+
+@jax.jit
+def _log_density(x, data, pr, ref):
+    J, D = data.z_tilde.shape
+    return ic.log_density(_unflat(x, J, D - 1), data, pr, ref)
+
+
 @pytest.mark.parametrize("seed,sigma_S", [(0, 4.0), (1, 0.05)])
 def test_density_is_the_model_density_plus_the_log_jacobian(seed, sigma_S):
     """log_density(z1) - log_density(z2) equals the NumPyro model's density with theta integrated
     out plus log|d(Sigma_x, Sx, mu_x, b, sigma2)/dz|, differentiated numerically (non-centred
     b_j at sigma_S = 4, nearly centred at 0.05)."""
     pr, params, data, ref = _problem(seed, sigma_S=sigma_S)
-    J, D = data.z_tilde.shape
-    d = D - 1
-    iu = np.triu_indices(d)
-
-    def constrained(x):
-        q = ic.unpack(_unflat(x, J, d), data, ref)
-        Sig = q["L"] @ q["L"].T
-        return jnp.concatenate([Sig[iu], q["Sx"][:, iu[0], iu[1]].ravel(), q["mu_x"], q["b"].ravel(),
-                                q["sigma2"][None]])
-
-    def reference_density(x):
-        q = ic.unpack(_unflat(x, J, d), data, ref)
-        return _model_density(q, data, pr) + jnp.linalg.slogdet(jax.jacfwd(constrained)(x))[1]
-
     x1 = _flat(_truth_coordinates(params, data, ref))
     x2 = x1 + 0.3 * jax.random.normal(jax.random.key(seed + 5), x1.shape)
-    ours = ic.log_density(_unflat(x1, J, d), data, pr, ref) - ic.log_density(_unflat(x2, J, d), data, pr, ref)
-    ref_density = jax.jit(reference_density)  # one compilation instead of op-by-op dispatch of the Jacobian
-    np.testing.assert_allclose(ours, ref_density(x1) - ref_density(x2), rtol=1e-8, atol=1e-7)
+    args = (data, pr, ref)
+    np.testing.assert_allclose(_log_density(x1, *args) - _log_density(x2, *args),
+                               _reference_density(x1, *args) - _reference_density(x2, *args), rtol=1e-8, atol=1e-7)
 
 
 def test_coordinates_invert():

@@ -22,8 +22,9 @@ def _problem(seed, n=(25.0, 40.0, 33.0)):
     pr = PRIOR.resolve(3)
     n = jnp.asarray(n)
     J = n.shape[0]
-    params, data = simulate_from_prior(jax.random.key(seed), pr, n, jnp.full(J, 4.0), jnp.full(J, 3.0))
-    return pr, params, data, nn.reference(data)
+    # compiled, as everything in these tests: op by op, each operation compiled a program of its own
+    params, data = jax.jit(simulate_from_prior)(jax.random.key(seed), pr, n, jnp.full(J, 4.0), jnp.full(J, 3.0))
+    return pr, params, data, jax.jit(nn.reference)(data)
 
 
 def _flat(z):
@@ -34,29 +35,40 @@ def _unflat(x, J, p):
     return {"v": x[:p], "c": x[p:p + J * p].reshape(J, p), "ls2": x[-1]}
 
 
+def _constrained(x, data, ref):
+    """(upper triangles of Sigma_x and the S_j, sigma2) at unconstrained x."""
+    J, d = data.z_tilde.shape
+    iu = np.triu_indices(d)
+    L, _, S, s2 = nn.unpack(_unflat(x, J, d * (d + 1) // 2), data, ref)
+    return jnp.concatenate([nn.sigma_x_of(L, ref)[iu], S[:, iu[0], iu[1]].ravel(), s2[None]])
+
+
+@jax.jit
+def _reference_density(x, data, pr, ref):
+    """The model's theta-marginal density at x's constrained values plus log|d(constrained)/dx|
+    (forward-mode Jacobian): compiled once for both seeds, as op-by-op dispatch took a minute."""
+    J, d = data.z_tilde.shape
+    L, _, S, s2 = nn.unpack(_unflat(x, J, d * (d + 1) // 2), data, ref)
+    marg = normalx._level_target(S, nn.sigma_x_of(L, ref), s2, data, pr) + prior_dists(pr)["sigma2"].log_prob(s2)
+    return marg + jnp.linalg.slogdet(jax.jacfwd(_constrained)(x, data, ref))[1]
+
+
+@jax.jit
+def _log_density(x, data, pr, ref):
+    J, d = data.z_tilde.shape
+    return nn.log_density(_unflat(x, J, d * (d + 1) // 2), data, pr, ref)
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_density_is_the_model_density_plus_the_log_jacobian(seed):
     """log_density(z1) - log_density(z2) equals the model's theta-marginal density (checked against
     the NumPyro model in test_samplers) plus log|d(Sigma_x, S, sigma2)/dz|, differentiated numerically."""
     pr, params, data, ref = _problem(seed)
-    J, d = data.z_tilde.shape
-    p = d * (d + 1) // 2
-    iu = np.triu_indices(d)
-
-    def constrained(x):
-        L, _, S, s2 = nn.unpack(_unflat(x, J, p), data, ref)
-        Sx = nn.sigma_x_of(L, ref)
-        return jnp.concatenate([Sx[iu], S[:, iu[0], iu[1]].ravel(), s2[None]])
-
-    def reference_density(x):
-        L, _, S, s2 = nn.unpack(_unflat(x, J, p), data, ref)
-        marg = normalx._level_target(S, nn.sigma_x_of(L, ref), s2, data, pr) + prior_dists(pr)["sigma2"].log_prob(s2)
-        return marg + jnp.linalg.slogdet(jax.jacfwd(constrained)(x))[1]
-
-    x1 = _flat(nn.to_unconstrained(params["Sigma_x"], params["S"], params["sigma2"], data, ref))
+    x1 = _flat(jax.jit(nn.to_unconstrained)(params["Sigma_x"], params["S"], params["sigma2"], data, ref))
     x2 = x1 + 0.3 * jax.random.normal(jax.random.key(seed + 5), x1.shape)
-    ours = nn.log_density(_unflat(x1, J, p), data, pr, ref) - nn.log_density(_unflat(x2, J, p), data, pr, ref)
-    np.testing.assert_allclose(ours, reference_density(x1) - reference_density(x2), rtol=1e-9, atol=1e-8)
+    args = (data, pr, ref)
+    np.testing.assert_allclose(_log_density(x1, *args) - _log_density(x2, *args),
+                               _reference_density(x1, *args) - _reference_density(x2, *args), rtol=1e-9, atol=1e-8)
 
 
 def test_coordinates_invert():
