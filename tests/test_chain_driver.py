@@ -117,3 +117,17 @@ def test_a_first_run_of_new_shapes_announces_its_compilation(monkeypatch, caplog
         caplog.clear()
         _run(kernel, data, pr, settings)
     assert not caplog.records  # started before: no notice
+
+
+def test_batches_of_replications_give_the_draws_of_one_batch():
+    """run_batched: the draws of R = 5 data sets do not depend on the batch, a last partial batch
+    included (padded to the batch's shape, so one program serves every batch)."""
+    sampler, data, pr, settings = _fixeds_problem()
+    R = 5
+    stacked = jax.tree.map(lambda a: jnp.stack([jnp.asarray(a) * (1.0 + 0.01 * r) for r in range(R)]), data)
+    prs = jax.tree.map(lambda a: jnp.broadcast_to(jnp.asarray(a), (R,) + jnp.shape(a)), pr)
+    runs = [base.run_batched(sampler.kernel, stacked, prs, settings, jax.random.key(2), num_chains=1, num_warmup=20,
+                             num_samples=30, keep=("theta", "sigma2"), batch=batch) for batch in (None, 2)]
+    for a, b in zip(jax.tree.leaves(runs[0]), jax.tree.leaves(runs[1]), strict=True):
+        assert a.shape[0] == R
+        np.testing.assert_allclose(a, b, rtol=1e-10)  # programs of two batch shapes: equal up to rounding

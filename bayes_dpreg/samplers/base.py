@@ -455,8 +455,9 @@ def run_batched(
     axis. Returns, for the sites in ``keep``, every ``thin``-th draw after warm-up
     ``(R, chain, num_samples, ...)``, the sample statistics at those draws, and the mean over
     all ``num_samples * thin`` post-warm-up iterations ``(R, chain, ...)``. ``batch``
-    replications per compiled call (default: all). With one chain, replication ``r``'s chain
-    starts from ``split(key, R)[r]`` itself."""
+    replications per compiled call (default: all); a last, partial batch is padded with copies of
+    its first replication (dropped again), so that one program serves every batch. With one
+    chain, replication ``r``'s chain starts from ``split(key, R)[r]`` itself, whatever the batch."""
     require_x64("the chain driver")
     R = jax.tree.leaves(data)[0].shape[0]
     batch = batch or R
@@ -467,8 +468,11 @@ def run_batched(
     keys = jax.random.split(key, R)
     parts = []
     for i in range(0, R, batch):
-        sl = lambda a, i=i: a[i : i + batch]
-        parts.append(jax.tree.map(np.asarray, fn(keys[i : i + batch], jax.tree.map(sl, data), jax.tree.map(sl, pr))))
+        rows = np.arange(i, i + batch)
+        rows = np.where(rows < R, rows, i)
+        sl = lambda a, rows=rows: a[rows]
+        out = fn(keys[rows], jax.tree.map(sl, data), jax.tree.map(sl, pr))
+        parts.append(jax.tree.map(lambda a, n=min(batch, R - i): np.asarray(a)[:n], out))
     return jax.tree.map(lambda *a: np.concatenate(a), *parts)
 
 
