@@ -5,6 +5,7 @@ in the background."""
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 RELEASES = r"""
 import warnings, numpy as np
@@ -25,7 +26,8 @@ print(compilation_cache_dir())
 
 
 def _run(env_value, home=None, code=CHILD, **extra_env):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION_CACHE", "BAYES_DPREG"))}
+    drop = ("JAX_COMPILATION_CACHE", "BAYES_DPREG", "XLA_FLAGS")  # a user's environment: the suite's flags go too
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
     if home is not None:  # platformdirs' user cache directory on Linux
         env["XDG_CACHE_HOME"] = str(home)
     if env_value is not None:
@@ -41,17 +43,34 @@ def test_fit_fills_the_cache_directory_given(tmp_path):
     assert any(cache.iterdir()), "no compiled program was cached"
 
 
-def test_cache_is_on_by_default_in_the_user_cache_directory(tmp_path):
+def _setting(monkeypatch, value, home):
+    """What ``BAYES_DPREG_COMPILATION_CACHE=value`` asks for, read in this process."""
+    from bayes_dpreg.runtime.cache import ENV, _cache_setting
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    if value is None:
+        monkeypatch.delenv(ENV, raising=False)
+    else:
+        monkeypatch.setenv(ENV, value)
+    return _cache_setting()
+
+
+def test_cache_is_on_by_default_in_the_user_cache_directory(tmp_path, monkeypatch):
+    """A fresh process fills it (one child: each costs a fit's compilation); the other spellings
+    of "on" are read the same way in this process."""
     expected = tmp_path / "bayes_dpreg" / "jax"
-    for value in (None, "", "1"):
-        assert _run(value, home=tmp_path) == str(expected)
+    assert _run(None, home=tmp_path) == str(expected)
     assert any(expected.iterdir()), "no compiled program was cached"
+    for value in (None, "", "1", " on ", "TRUE", "yes"):
+        assert _setting(monkeypatch, value, tmp_path) == expected, value
 
 
-def test_cache_is_off_when_asked(tmp_path):
-    for value in ("0", "off", "false"):
-        assert _run(value, home=tmp_path) == "None"
+def test_cache_is_off_when_asked(tmp_path, monkeypatch):
+    assert _run("0", home=tmp_path) == "None"
     assert not (tmp_path / "bayes_dpreg").exists()
+    for value in ("0", "off", "false", "No"):
+        assert _setting(monkeypatch, value, tmp_path) is None, value
+    assert _setting(monkeypatch, "~/elsewhere", tmp_path) == Path("~/elsewhere").expanduser()
 
 
 def test_a_cache_the_caller_configured_is_kept(tmp_path):
