@@ -259,6 +259,8 @@ def test_congruence_identity_equals_the_full_level_target(seed):
     np.testing.assert_allclose(via_identity, full, rtol=1e-9, atol=1e-8)
 
 
+@pytest.mark.slow  # 32-51 s; MCMC-normalX is a default nowhere (its SBC runs with -m slow too); its log-densities
+# are checked against the model, and its convergence warnings (tests/test_convergence.py), by default
 def test_convergence_in_the_papers_setting():
     """n = 1e5, d = 5, J = 5, eps = 1 (paper's simulation and prior), 4 x (1000 + 5000):
     R-hat <= 1.01 and bulk ESS >= 400 for every theta. Seed 2 has an ill-conditioned Sigma_x
