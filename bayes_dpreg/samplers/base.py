@@ -460,7 +460,7 @@ def run_batched(
     chain, replication ``r``'s chain starts from ``split(key, R)[r]`` itself, whatever the batch."""
     require_x64("the chain driver")
     R = jax.tree.leaves(data)[0].shape[0]
-    batch = batch or R
+    batch = min(batch or R, R)  # a batch larger than R would pad R replications with copies
     fn = _compiled_batch(kernel, settings, num_chains, num_warmup, num_samples, thin, tuple(keep))
     if kernel.prepare is not None:
         one = lambda tree, r: jax.tree.map(lambda a: a[r], tree)
