@@ -37,7 +37,7 @@ def frame(stats: list) -> None:
         fn, x0 = clt.frame_objective(data, pr, ref, prior_coordinates)
         t = time.perf_counter()
         res = jax.jit(lambda s, fn=fn: minimize(fn, s, method="BFGS", options={"maxiter": 500}))(x0)
-        L = clt.unpack(clt._ravel(st.d)(res.x), ref, data.n)[0]
+        L = clt.unpack(clt._ravel(st.d)(res.x), ref, data.n, pr)[0]
         scales = np.sqrt(np.diagonal(np.asarray(ref.Q @ (L @ L.T) @ ref.Q.T)))
         print(
             f"BFGS in {name}: {time.perf_counter() - t:.1f} s, status {int(res.status)}, {int(res.nit)} iterations, "

@@ -119,7 +119,9 @@ def prepared(method: str, stats: list):
     from bayes_dpreg.stats import stack_stats
 
     sampler, st = get(method), stack_stats(stats)
-    prior, scales = resolve_prior(None), prior_scales(st)
+    prior = resolve_prior(None).for_families(sampler.sigma_x_priors, method)
+    prior = prior.for_sigma2_bound(sampler.sigma2_bound, method)
+    scales = prior_scales(st)
     pr = prior.resolve_intercept(st.d - 1, scales) if sampler.needs_intercept else prior.resolve(st.d, scales)
     return sampler, st, pr
 

@@ -224,7 +224,9 @@ class MethodOutput(NamedTuple):
 
 
 def _resolved(reps: Sequence[Replicate], d: int) -> Any:
-    return _stack([r.prior.resolve(d, prior_scales(stack_stats(r.ssp))) for r in reps])
+    # the paper's model: sigma_y^2 unbounded
+    priors = [r.prior.for_sigma2_bound(False, "the paper's experiments") for r in reps]
+    return _stack([p.resolve(d, prior_scales(stack_stats(r.ssp))) for p, r in zip(priors, reps, strict=True)])
 
 
 def _mcmc_batch(

@@ -90,6 +90,7 @@ import argparse
 import concurrent.futures
 import dataclasses
 import functools
+import math
 import multiprocessing
 import sys
 from pathlib import Path
@@ -153,7 +154,7 @@ def _install_cholesky(nn, L_of) -> None:
         r = R[..., rows, cols]
         return r.at[..., diag].set(jnp.log(r[..., diag])) / nn._c_scale(data, d)
 
-    def unpack(z, data, ref):
+    def unpack(z, data, ref, pr):
         d = data.z_tilde.shape[1]
         L = L_of(z["v"], ref, d)
         c = z["c"] + ref.omega * _c_of(z["v"], ref.F0, data, ref)
@@ -182,7 +183,7 @@ def _softplus(nn) -> None:
 
     def log_density(z, data, pr, ref):
         d = data.z_tilde.shape[1]
-        L, R, S, sigma2 = nn.unpack(z, data, ref)
+        L, R, S, sigma2 = nn.unpack(z, data, ref, pr)
         jac = jax.nn.log_sigmoid(diagonal(z["v"], ref, d) + 1.0).sum() - jnp.log(jnp.diagonal(L)).sum()
         return (
             nn.sigma_x_log_density(L, pr)
@@ -250,7 +251,7 @@ def _party_sigma(nn) -> None:
         return per_party.sum()
 
     def log_density(z, data, pr, ref):
-        L, R, S, sigma2 = nn.unpack(z, data, ref)
+        L, R, S, sigma2 = nn.unpack(z, data, ref, pr)
         prior = -0.5 * ((z["lk"] - PARTY_LOG_K) / PARTY_LOG_K_SD) ** 2
         return (
             nn.sigma_x_log_density(L, pr)
@@ -268,7 +269,7 @@ def _dispersion(nn) -> None:
 
     from bayes_dpreg.model.linalg import from_log_cholesky
 
-    def unpack(z, data, ref):
+    def unpack(z, data, ref, pr):
         d = data.z_tilde.shape[1]
         L = from_log_cholesky(ref.v0 + ref.v_scale * z["v"], d)
         c = z["c"] + ref.omega * nn._c_of(z["v"], ref.F0, data, ref)
@@ -279,7 +280,7 @@ def _dispersion(nn) -> None:
         return L, R, S, jnp.exp(z["ls2"])
 
     def log_density(z, data, pr, ref):
-        L, R, S, sigma2 = unpack(z, data, ref)
+        L, R, S, sigma2 = unpack(z, data, ref, pr)
         return (
             nn.sigma_x_log_density(L, pr)
             + nn.wishart_log_density(R, data.n)
@@ -316,7 +317,7 @@ def _lkj(nn) -> None:
 
     def log_density(z, data, pr, ref):
         d = data.z_tilde.shape[1]
-        L, R, S, sigma2 = nn.unpack(z, data, ref)
+        L, R, S, sigma2 = nn.unpack(z, data, ref, pr)
         lt, w, L_omega = parts(z["v"], ref, d)
         centre_lt = 0.5 * jnp.log(jnp.diagonal(jnp.asarray(pr.Lambda)))  # log sqrt(E[x_k^2])
         prior = (
@@ -353,12 +354,12 @@ def _sigma2_cap_smooth(nn) -> None:
         ls2 = log_b + jax.nn.log_sigmoid(u - log_b)
         return ls2, ls2 + jax.nn.log_sigmoid(log_b - u)
 
-    def unpack(z, data, ref):
-        L, R, S, _ = uncapped_unpack(z, data, ref)
+    def unpack(z, data, ref, pr):
+        L, R, S, _ = uncapped_unpack(z, data, ref, pr)
         return L, R, S, jnp.exp(log_sigma2(z["ls2"], data)[0])
 
     def log_density(z, data, pr, ref):
-        L, R, S, sigma2 = unpack(z, data, ref)
+        L, R, S, sigma2 = unpack(z, data, ref, pr)
         return (
             nn.sigma_x_log_density(L, pr)
             + nn.wishart_log_density(R, data.n)
@@ -459,7 +460,7 @@ def _theta_scale(nn) -> None:
         return pr._replace(C=jnp.asarray(pr.C) * jnp.exp(2.0 * lt))
 
     def log_density(z, data, pr, ref):
-        L, R, S, sigma2 = nn.unpack(z, data, ref)
+        L, R, S, sigma2 = nn.unpack(z, data, ref, pr)
         tau_prior = -jnp.log1p(jnp.exp(2.0 * z["lt"])) + z["lt"]  # half-Cauchy(0, 1) on tau, in log tau
         return (
             nn.sigma_x_log_density(L, pr)
@@ -469,7 +470,7 @@ def _theta_scale(nn) -> None:
         )
 
     def draws(state, data, pr, key):
-        L, _, S, sigma2 = nn.unpack(state.hmc.z, data, state.ref)
+        L, _, S, sigma2 = nn.unpack(state.hmc.z, data, state.ref, pr)
         pr = scaled(pr, state.hmc.z["lt"])
         post = theta_conditional(
             S, data.z_tilde, sigma2, data.sigma_z**2, jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C))
@@ -516,9 +517,12 @@ def lambda_shrink(variant: str | None) -> float:
 
 
 def variant_prior(prior, stats, variant: str | None):
-    """The cell's prior as the variant fits it: for ``lambda/K``, ``Lambda = diag(E[x_k^2]) / K``."""
+    """The cell's prior as the variant fits it: for ``lambda/K``, ``Lambda = diag(E[x_k^2]) / K``.
+    The variants change the model of their time, ``sigma_y^2`` unbounded (``sigma2_max = inf``)."""
     from bayes_dpreg.model.prior import prior_scales
     from bayes_dpreg.stats import stack_stats
+
+    prior = dataclasses.replace(prior, sigma2_max=math.inf)
 
     if variant == "theta-scale+release-lambda":
         from bayes_dpreg.model.prior import release_lambda

@@ -96,17 +96,19 @@ def _data(seed: int) -> ModelData:
     )
 
 
-@pytest.mark.parametrize("family", ["lkj", "iw"])
+@pytest.mark.parametrize("family", ["lkj", "iw", "lkj-bounded"])
 def test_log_density_is_the_models_plus_the_log_jacobian(family):
+    """Also with ``sigma_y^2 <= sigma2_max`` (its coordinate a logit, its prior truncated)."""
     data = _data(0)
-    hyper = dict(Sigma_x_prior="lkj") if family == "lkj" else dict(kappa=D + 2.0)
-    pr = Prior(C=1.0, b=0.5, Lambda=1.0, **hyper).resolve(D)
+    hyper = dict(kappa=D + 2.0) if family == "iw" else dict(Sigma_x_prior="lkj")
+    bound = dict(sigma2_max=2.0) if family.endswith("bounded") else {}
+    pr = Prior(C=1.0, b=0.5, Lambda=1.0, **hyper, **bound).resolve(D)
     ref = clt.reference(data, pr)
     p = D * (D + 1) // 2
 
     def flat(x):
         z = {"v": x[:p], "b": x[p : p + D], "ls2": x[-1]}
-        L, theta, _, sigma2 = clt.unpack(z, ref, data.n)
+        L, theta, _, sigma2 = clt.unpack(z, ref, data.n, pr)
         Sigma = ref.Q @ L @ L.T @ ref.Q.T
         return jnp.concatenate([upper(Sigma), ref.Q @ theta, sigma2[None]]), (Sigma, ref.Q @ theta, sigma2)
 
@@ -129,8 +131,9 @@ def test_log_density_is_the_models_plus_the_log_jacobian(family):
 
 def test_sbc_where_the_clt_holds():
     """Simulated from the exact normalX model (Wishart ``S_j``), ``n_j = 3000``, noise that matters;
-    the CLT sampler's ranks of ``theta``, ``sigma2``, ``Sigma_x`` are uniform."""
-    pr = Prior(C=0.25, a=3.0, b=0.5, Lambda=2.0, eta=2.0).resolve(2, None)
+    the CLT sampler's ranks of ``theta``, ``sigma2``, ``Sigma_x`` are uniform, under the bound
+    ``sigma_y^2 <= 0.4`` (13% of ``IG(3, 0.5)`` above it), as the default prior bounds it."""
+    pr = Prior(C=0.25, a=3.0, b=0.5, Lambda=2.0, eta=2.0, sigma2_max=0.4).resolve(2, None)
     res = sbc_mod.sbc(
         jax.random.key(7),
         "normalx-clt",

@@ -1,5 +1,8 @@
 """MCMC-normalX / MCMC-fixedS: log-densities, conditionals, closed-form limits, SBC, fit() and errors."""
 
+import math
+from dataclasses import replace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -119,6 +122,7 @@ def test_numpyro_mcmc_runs_the_kernels():
 
 
 SBC_PRIOR = Prior(m=0.0, C=1.0, a=3.0, b=2.0, Lambda=3.0, kappa=6.0)  # E[Sigma_x] = I
+SBC_BOUNDED = {"normalx-nuts": 2.0}  # sigma_y^2 <= 2 (8% of IG(3, 2) above it), as the default prior bounds it
 SBC_CASES = {  # method, kernel settings, replications, warm-up, thinning
     "fixeds": ("fixeds", {}, 200, 300, 5),
     "normalx": ("normalx", {}, 200, 300, 5),
@@ -141,7 +145,8 @@ def test_sbc_small(case):
     The full study (more replications and draws) is ``studies/sbc.py``."""
     method, extra, reps, warmup, thin = SBC_CASES[case]
     sig = bd.calibrate(1.0, 1e-5, 1.0, 1.0).sigma_S
-    res = sbc(jax.random.key(1), method, SBC_PRIOR.resolve(2), np.array([30, 30]), sig, sig, replications=reps,
+    prior = replace(SBC_PRIOR, sigma2_max=SBC_BOUNDED.get(case, math.inf))
+    res = sbc(jax.random.key(1), method, prior.resolve(2), np.array([30, 30]), sig, sig, replications=reps,
               num_warmup=warmup, options=extra, thin=thin)
     assert len(res.pvalues) == (3 if method == "fixeds" else 5)
     assert min(res.pvalues.values()) > 1e-3, res.pvalues

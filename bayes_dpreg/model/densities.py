@@ -51,6 +51,9 @@ __all__ = [
     "fixeds_data",
     "prior_dist",
     "prior_dists",
+    "TruncatedInverseGamma",
+    "sigma2_of",
+    "sigma2_coordinate",
     "sigma_x_conditional",
     "log_marginal_S",
     "normalx_model",
@@ -167,13 +170,80 @@ class ScaledLKJ(dist.Distribution):
         return (log_scales - (d + 1.0) * log_s).sum(-1) - d * jnp.log(2.0)
 
 
+class TruncatedInverseGamma(dist.Distribution):
+    r"""``IG(a, b)`` (shape ``a``, scale ``b``) restricted to ``(0, high]``: the prior of
+    ``sigma_y^2`` under the bound ``sigma_y^2 <= sigma2_max`` (:class:`~bayes_dpreg.model.prior.Prior`).
+
+    .. math::
+        \log p(s) = \log \mathrm{IG}(s; a, b) - \log Q(a, b / h),\qquad 0 < s \le h,
+
+    with ``Q`` the regularised upper incomplete gamma function (``P(s <= h)`` under ``IG(a, b)``).
+    Draws invert the CDF of ``1 / s ~ Gamma(a, b)`` truncated to ``[1/h, inf)``: ``b / s`` solves
+    ``Q(a, x) = (1 - u) Q(a, b / h)``, ``u ~ U(0, 1)``, by bisection in ``log x`` (JAX has no inverse
+    incomplete gamma function; NumPyro's needs TensorFlow Probability)."""
+
+    arg_constraints: dict[str, Any] = {}
+    pytree_data_fields = ("a", "b", "high")
+
+    def __init__(self, a: Array | float, b: Array | float, high: Array | float) -> None:
+        self.a, self.b, self.high = jnp.asarray(a), jnp.asarray(b), jnp.asarray(high)
+        super().__init__(batch_shape=jnp.shape(self.high), validate_args=False)
+
+    @dist.constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self) -> Any:
+        return dist.constraints.interval(0.0, self.high)
+
+    def log_prob(self, value: Array) -> Array:
+        inside = dist.InverseGamma(self.a, self.b, validate_args=False).log_prob(value)
+        inside = inside - jnp.log(jax.scipy.special.gammaincc(self.a, self.b / self.high))
+        return jnp.where(value <= self.high, inside, -jnp.inf)
+
+    def sample(self, key: Array, sample_shape: tuple[int, ...] = ()) -> Array:
+        u = jax.random.uniform(key, sample_shape + self.batch_shape, jnp.result_type(float))
+        x_lo = jnp.broadcast_to(self.b / self.high, u.shape)
+        target = (1.0 - u) * jax.scipy.special.gammaincc(self.a, x_lo)
+        lo, hi = jnp.log(x_lo), jnp.log(x_lo + self.a + 800.0)  # Q(a, a + 800) < 1e-300
+
+        def halve(_: int, bracket: tuple[Array, Array]) -> tuple[Array, Array]:
+            lo, hi = bracket
+            mid = 0.5 * (lo + hi)
+            above = jax.scipy.special.gammaincc(self.a, jnp.exp(mid)) > target
+            return jnp.where(above, mid, lo), jnp.where(above, hi, mid)
+
+        lo, hi = jax.lax.fori_loop(0, 120, halve, (lo, hi))
+        return self.b / jnp.exp(0.5 * (lo + hi))
+
+
+def sigma2_of(u: Array, pr: ResolvedPrior) -> tuple[Array, Array]:
+    r"""``(sigma_y^2, log |d sigma_y^2 / d u|)`` from the NUTS samplers' coordinate ``u``:
+    ``sigma_y^2 = e^u`` without a bound; under ``sigma_y^2 <= h`` (``pr.sigma2_max``)
+    ``sigma_y^2 = h \, \mathrm{sigmoid}(u)``, i.e. ``u = \mathrm{logit}(sigma_y^2 / h)``, which is
+    ``log(sigma_y^2 / h)`` well below the bound (the same geometry up to a shift) and has no wall
+    at it (a density cut to zero there made every fit whose posterior reaches it diverge)."""
+    if pr.sigma2_max is None:
+        return jnp.exp(u), u
+    log_s2 = jnp.log(pr.sigma2_max) + jax.nn.log_sigmoid(u)
+    return jnp.exp(log_s2), log_s2 + jax.nn.log_sigmoid(-u)
+
+
+def sigma2_coordinate(sigma2: Array, pr: ResolvedPrior) -> Array:
+    """The inverse of :func:`sigma2_of`: ``log sigma_y^2``, or ``logit(sigma_y^2 / h)`` under a bound."""
+    if pr.sigma2_max is None:
+        return jnp.log(sigma2)
+    return jnp.log(sigma2) - jnp.log(pr.sigma2_max - sigma2)
+
+
 def prior_dist(pr: ResolvedPrior, name: str) -> dist.Distribution:
     """The prior of one of ``theta``, ``sigma2``, ``Sigma_x`` (eq. 4 and Fig. 1): ``N(m, C)``,
-    ``IG(a, b)``, ``IW(Lambda, kappa)``. Densities that need one factor build only that one
-    (building the inverse-Wishart added about 25 small programs to a cold fit's compilation)."""
+    ``IG(a, b)`` (on ``(0, sigma2_max]`` where the prior bounds ``sigma_y^2``:
+    :class:`TruncatedInverseGamma`), ``IW(Lambda, kappa)`` or :class:`ScaledLKJ`. Densities that
+    need one factor build only that one (building the inverse-Wishart added about 25 small
+    programs to a cold fit's compilation)."""
     if name == "theta":
         return dist.MultivariateNormal(jnp.asarray(pr.m), covariance_matrix=jnp.asarray(pr.C), **_NO_CHECK)
     if name == "sigma2":
+        if pr.sigma2_max is not None:
+            return TruncatedInverseGamma(pr.a, pr.b, pr.sigma2_max)
         return dist.InverseGamma(pr.a, pr.b, **_NO_CHECK)
     if name == "Sigma_x":
         if pr.eta is not None:

@@ -148,7 +148,8 @@ def describe_prior(pr: ResolvedPrior, names: list[str], intercept: bool = False)
         )
     else:
         sigma_x = f"Σ_x ~ IW({scale}, κ = {_g(pr.kappa)}) over the features {', '.join(feats)}"
-    return f"{theta}; σ_y² ~ IG({_g(pr.a)}, {_g(pr.b)}); {sigma_x}."
+    bound = "" if pr.sigma2_max is None else f" on (0, {_g(pr.sigma2_max)}]"
+    return f"{theta}; σ_y² ~ IG({_g(pr.a)}, {_g(pr.b)}){bound}; {sigma_x}."
 
 
 def _vector(name: str, v: Any, d: int) -> np.ndarray:
@@ -209,6 +210,7 @@ class ResolvedPrior(NamedTuple):
     mu_x_cov: np.ndarray | None = None  # (d, d)
     eta: float | None = None  # Sigma_x ~ ScaledLKJ(Lambda, eta, scale_sd); None: IW(Lambda, kappa)
     scale_sd: float | None = None
+    sigma2_max: float | None = None  # sigma_y^2 ~ IG(a, b) on (0, sigma2_max]; None: no bound
 
 
 @dataclass(frozen=True)
@@ -225,6 +227,12 @@ class Prior:
 
     * ``m = 0``, ``C = "auto"``: ``C = diag(y_bound^2 / (4 d E[x_k^2]))``;
     * ``a = 1``, ``b = "auto"``: ``sigma_y^2 ~ IG(1, (y_bound/20)^2)``;
+    * ``sigma2_max = "auto"``: ``sigma_y^2 <= y_bound^2`` where the method takes the bound
+      (``normalx-clt``, ``normalx-nuts``, ``normalx-intercept``) and the prior is resolved against
+      the release (every fit); no bound for the paper's samplers (``normalx``, ``fixeds``, ``fast``,
+      ``bs``: the paper's model) or where the prior is resolved without scales. ``|y| <= y_bound`` for every
+      response the release saw, so ``sigma_y^2 = Var(y | x) <= E[y^2] <= y_bound^2``;
+      ``float("inf")`` (TOML ``inf``) turns the bound off, a number sets it;
     * ``Sigma_x_prior = "auto"``: ``"iw"`` where ``kappa`` or a full ``Lambda`` is given, else the
       separation prior ``"lkj"`` where the method takes it
       (``normalx-nuts``, ``normalx-intercept``): ``Sigma_x = D R D``, ``log D_kk ~
@@ -253,6 +261,7 @@ class Prior:
     Sigma_x_prior: str = AUTO
     eta: float = 2.0
     scale_sd: float = 1.0
+    sigma2_max: float | str = AUTO
 
     def __post_init__(self) -> None:
         if self.Sigma_x_prior not in SIGMA_X_PRIORS:
@@ -266,6 +275,9 @@ class Prior:
             v = getattr(self, name)
             if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise ValueError(f"prior {name} must be a finite number > 0, got {v!r}")
+        v = self.sigma2_max
+        if not _is_auto(v) and (isinstance(v, bool) or not (isinstance(v, (int, float)) and v > 0)):
+            raise ValueError(f"prior sigma2_max must be a number > 0 (inf: no bound) or 'auto', got {v!r}")
         for name in ("a", "b"):
             v = getattr(self, name)
             if name == "b" and v == AUTO:
@@ -306,6 +318,21 @@ class Prior:
             )
         return self
 
+    def for_sigma2_bound(self, takes_bound: bool, method: str) -> Prior:
+        """This prior for a method that takes the bound ``sigma_y^2 <= sigma2_max`` or not (the paper's
+        samplers, whose model is unbounded): where it does not, ``"auto"`` is no bound and an explicit
+        finite bound is a clear error."""
+        if takes_bound:
+            return self
+        if _is_auto(self.sigma2_max):
+            return replace(self, sigma2_max=math.inf)
+        if math.isfinite(float(self.sigma2_max)):
+            raise ValueError(
+                f"method {method!r} takes no bound on sigma_y^2 (its model is the paper's, sigma_y^2 ~ IG(a, b) "
+                f"on (0, inf)): give sigma2_max=inf (or 'auto'), got {self.sigma2_max!r}"
+            )
+        return self
+
     @property
     def is_auto(self) -> bool:
         """Whether some hyperparameter is ``"auto"`` (resolved against :class:`PriorScales`)."""
@@ -334,6 +361,11 @@ class Prior:
           0.9975 and ``sigma_y > y_bound/60`` with 0.9999; the median is ``y_bound/17``.
           ``sigma_y^2`` enters only through ``z~_j``'s covariance
           ``sigma_y^2 S_j + sigma_z^2 I``, and the data inform it where it matters.
+        * ``sigma2_max = y_bound^2``: a response within the declared bound has ``Var(y | x) <=
+          E[y^2] <= y_bound^2``; without the bound the prior's tail above it (probability 0.0025)
+          let a fit whose parties misfit one shared ``Sigma_x`` absorb the misfit in ``sigma_y^2``
+          (at 17 times ``y_bound^2`` and, in two fits of the coverage study, at 1e25 times it,
+          ``docs/prior.md``).
         * ``Lambda = diag(E[x_k^2])``: the centre of the feature scales of the separation prior
           (``log D_kk ~ N(log Lambda_kk / 2, scale_sd^2)``, correlations ``LKJ(eta)``), or of
           ``IW(Lambda, kappa)`` with ``kappa = d + 1`` under ``Sigma_x_prior="iw"``.
@@ -347,13 +379,15 @@ class Prior:
             C=np.diag(y**2 / (4.0 * ms.size * ms)) if _is_auto(self.C) else self.C,
             b=(y / 20.0) ** 2 if _is_auto(self.b) else self.b,
             Lambda=np.diag(ms) if _is_auto(self.Lambda) else self.Lambda,
+            sigma2_max=y**2 if _is_auto(self.sigma2_max) else self.sigma2_max,
         )
 
     def resolve(self, d: int, scales: PriorScales | None = None) -> ResolvedPrior:
         """Concrete arrays for dimension ``d``; checks shapes and definiteness.
         ``"auto"`` hyperparameters need ``scales`` (:func:`prior_scales` of the released
-        statistics; :func:`bayes_dpreg.fit` passes them)."""
-        if self.is_auto:
+        statistics; :func:`bayes_dpreg.fit` passes them); ``sigma2_max = "auto"`` is ``y_bound^2``
+        with ``scales`` and no bound without."""
+        if self.is_auto or (scales is not None and _is_auto(self.sigma2_max)):
             if scales is None:
                 raise ValueError(
                     "this prior has 'auto' hyperparameters, scaled to the released statistics: "
@@ -375,7 +409,21 @@ class Prior:
             nig_precision=nig,
             eta=float(self.eta) if self.sigma_x_family == "lkj" else None,
             scale_sd=float(self.scale_sd) if self.sigma_x_family == "lkj" else None,
+            sigma2_max=self._sigma2_max(),
         )
+
+    def _sigma2_max(self) -> float | None:
+        v = self.sigma2_max
+        if _is_auto(v) or not math.isfinite(float(v)):
+            return None
+        from scipy.special import gammaincc
+
+        if not gammaincc(float(self.a), float(self.b) / float(v)) > 1e-12:
+            raise ValueError(
+                f"prior sigma2_max = {float(v):.3g} leaves IG({float(self.a):.3g}, {float(self.b):.3g}) "
+                "almost no mass below it: raise the bound or lower b"
+            )
+        return float(v)
 
     def resolve_intercept(self, d: int, scales: PriorScales | None = None) -> ResolvedPrior:
         """Arrays for the intercept model (App. B.2) with ``d`` features: ``theta`` of
@@ -383,7 +431,7 @@ class Prior:
         ``scales`` are those of the released ``[1, x]`` statistics (``d + 1`` entries, the
         first, ``E[1^2] = 1``, gives the intercept the prior sd ``y_bound``); ``Lambda``
         takes the features' entries."""
-        if self.is_auto:
+        if self.is_auto or (scales is not None and _is_auto(self.sigma2_max)):
             if scales is None:
                 raise ValueError("this prior has 'auto' hyperparameters: resolve it with scales=prior_scales(stats)")
             feat = PriorScales(scales.y_bound, np.asarray(scales.feature_ms)[1:])

@@ -161,7 +161,7 @@ def _setup(
     stats = as_stats_list(stats)
     check_distinct(stats)
     st = stack_stats(stats)
-    pr = resolve_prior(prior).resolve(st.d, prior_scales(st))
+    pr = resolve_prior(prior).for_sigma2_bound(False, "evidence").resolve(st.d, prior_scales(st))
     data = fixeds_data(model_data(st))
     names = _coef_names(coef_names, st)
     return pr, data, names, list(st.parties), np.asarray(data.S_tilde), np.asarray(data.z_tilde)
@@ -241,7 +241,14 @@ def _submodel_prior(pr: Any, mask: np.ndarray) -> Any:
     keep = mask.astype(float)
     C = np.asarray(pr.C) * np.outer(keep, keep) + np.diag(1e-10 * np.diag(pr.C) * (1.0 - keep))
     return Prior(
-        m=np.asarray(pr.m) * keep, C=C, a=pr.a, b=pr.b, Lambda=np.asarray(pr.Lambda), kappa=pr.kappa, Sigma_x_prior="iw"
+        m=np.asarray(pr.m) * keep,
+        C=C,
+        a=pr.a,
+        b=pr.b,
+        Lambda=np.asarray(pr.Lambda),
+        kappa=pr.kappa,
+        Sigma_x_prior="iw",
+        sigma2_max=math.inf if pr.sigma2_max is None else pr.sigma2_max,
     )
 
 

@@ -163,7 +163,11 @@ def fit(
     d = st.d
     _check_statistics(sampler, st)
     names = _coef_names(coef_names, st)
-    prior_obj = resolve_prior(prior).for_families(sampler.sigma_x_priors, sampler.name)
+    prior_obj = (
+        resolve_prior(prior)
+        .for_families(sampler.sigma_x_priors, sampler.name)
+        .for_sigma2_bound(sampler.sigma2_bound, sampler.name)
+    )
     scales = prior_scales(st)
     pr = prior_obj.resolve_intercept(d - 1, scales) if sampler.needs_intercept else prior_obj.resolve(d, scales)
     unknown = set(options) - set(sampler.options)
@@ -215,6 +219,7 @@ def _fit_attrs(
         "prior_autoscaled": int(prior_obj.is_auto),
         "prior_theta_sd": np.sqrt(np.diag(pr.C)).tolist(),
         "prior_sigma2_a_b": [float(pr.a), float(pr.b)],
+        "prior_sigma2_max": float("inf") if pr.sigma2_max is None else float(pr.sigma2_max),
         "inference_library": "bayes_dpreg",
         "release_ids": list(st.release_ids),
     }

@@ -109,7 +109,8 @@ class Sampler:
     ``"point"`` (one point estimate). ``mechanisms``: the releases it accepts.
     ``needs_wishart``: models ``S_j ~ W(Sigma_x, n_j)`` (``n_j > d + 1``); ``sigma_x_priors``: the
     priors of ``Sigma_x`` its algorithm takes (``Prior.Sigma_x_prior``; ``"auto"`` picks ``"lkj"``
-    where listed).
+    where listed); ``sigma2_bound``: its model takes the bound ``sigma_y^2 <= sigma2_max``
+    (``Prior.sigma2_max``; the conjugate Gibbs updates of ``sigma_y^2`` do not).
     ``centred_features``: models zero-mean features (rejects ``intercept=True`` releases);
     ``needs_intercept``: needs them (its prior has ``d + 1`` coefficients).
     ``models_release_noise``: the posterior accounts for the noise in ``S~_j`` (the
@@ -127,6 +128,7 @@ class Sampler:
     mechanisms: tuple[str, ...] = ("ssp", "bs")
     needs_wishart: bool = False
     sigma_x_priors: tuple[str, ...] = ("iw",)
+    sigma2_bound: bool = False
     centred_features: bool = False
     needs_intercept: bool = False
     models_release_noise: bool = False

@@ -39,7 +39,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from ..model.closed_form import theta_conditional
-from ..model.densities import ModelData, intercept_design, model_data
+from ..model.densities import ModelData, intercept_design, model_data, sigma2_of
 from ..model.linalg import from_log_cholesky, spd_inverse
 from ..model.prior import ResolvedPrior
 from ..stats import StackedStats
@@ -79,11 +79,11 @@ def reference(data: ModelData) -> IReference:
     return IReference(scatter, mu0, b0, omega)
 
 
-def unpack(z: dict, data: ModelData, ref: IReference) -> dict[str, Array]:
+def unpack(z: dict, data: ModelData, ref: IReference, pr: ResolvedPrior) -> dict[str, Array]:
     """``Sigma_x``'s factor ``L``, ``Sx``, ``mu_x``, ``b``, ``a`` (the standardised ``b``),
     ``S0`` and ``sigma2`` from the coordinates."""
     cd = centred_data(data)
-    L, R, Sx, sigma2 = nn.unpack(z, cd, ref.scatter)
+    L, R, Sx, sigma2 = nn.unpack(z, cd, ref.scatter, pr)
     sqrt_n = jnp.sqrt(data.n)[:, None]
     mu = ref.mu0 + L @ z["u"] / jnp.sqrt(data.n.sum())
     h = sqrt_n * jax.scipy.linalg.solve_triangular(L, (ref.b0 - mu).T, lower=True).T
@@ -95,7 +95,7 @@ def unpack(z: dict, data: ModelData, ref: IReference) -> dict[str, Array]:
 
 def log_density(z: dict, data: ModelData, pr: ResolvedPrior, ref: IReference) -> Array:
     """Log-density of the coordinates (theta integrated out), up to a constant (module docstring)."""
-    q = unpack(z, data, ref)
+    q = unpack(z, data, ref, pr)
     mu_prior = jax.scipy.stats.multivariate_normal.logpdf(q["mu_x"], jnp.asarray(pr.mu_x), jnp.asarray(pr.mu_x_cov))
     return (
         nn.sigma_x_log_density(q["L"], pr)
@@ -103,16 +103,23 @@ def log_density(z: dict, data: ModelData, pr: ResolvedPrior, ref: IReference) ->
         + mu_prior
         + jnp.log(jnp.diagonal(q["L"])).sum()
         - 0.5 * (q["a"] ** 2).sum()
-        + nn.observed_log_density(q["S0"], q["sigma2"], z["ls2"], data, pr)
+        + nn.observed_log_density(q["S0"], q["sigma2"], sigma2_of(z["ls2"], pr)[1], data, pr)
     )
 
 
 def to_unconstrained(
-    Sigma_x: Array, Sx: Array, mu_x: Array, b: Array, sigma2: Array, data: ModelData, ref: IReference
+    Sigma_x: Array,
+    Sx: Array,
+    mu_x: Array,
+    b: Array,
+    sigma2: Array,
+    data: ModelData,
+    ref: IReference,
+    pr: ResolvedPrior,
 ) -> dict:
     """The inverse of :func:`unpack` (for tests and starting values)."""
     cd = centred_data(data)
-    z = nn.to_unconstrained(Sigma_x, Sx, sigma2, cd, ref.scatter)
+    z = nn.to_unconstrained(Sigma_x, Sx, sigma2, cd, ref.scatter, pr)
     L = jnp.linalg.cholesky(Sigma_x)
     solve = lambda r: jax.scipy.linalg.solve_triangular(L, r.T, lower=True).T
     sqrt_n = jnp.sqrt(data.n)[:, None]
@@ -138,7 +145,7 @@ def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: nn.NutsSettin
         "c": jax.random.normal(k_c, (J, p), dtype),
         "u": jax.random.normal(k_u, (d,), dtype),
         "e": jax.random.normal(k_e, (J, d), dtype),
-        "ls2": jnp.log(jnp.asarray(pr.b, dtype)) + jax.random.normal(k_s, (), dtype),
+        "ls2": nn.sigma2_start(k_s, pr, dtype),
     }
     init_kernel, _ = nn.nuts_kernels(settings, log_density)
     state = init_kernel(
@@ -161,7 +168,7 @@ def step(state: nn.NCState, data: ModelData, pr: ResolvedPrior, settings: nn.Nut
 
 def draws(state: nn.NCState, data: ModelData, pr: ResolvedPrior, key: Array) -> dict:
     """The state's ``Sigma_x``, ``mu_x``, ``b``, ``Sx``, ``sigma2`` and ``theta`` from eq. (12) given ``S0``."""
-    q = unpack(state.hmc.z, data, state.ref)
+    q = unpack(state.hmc.z, data, state.ref, pr)
     post = theta_conditional(
         q["S0"], data.z_tilde, q["sigma2"], data.sigma_z**2, jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C))
     )
@@ -198,6 +205,7 @@ SAMPLER = Sampler(
     kind="mcmc",
     needs_wishart=True,
     sigma_x_priors=("iw", "lkj"),
+    sigma2_bound=True,
     needs_intercept=True,
     models_release_noise=True,
     num_warmup=500,

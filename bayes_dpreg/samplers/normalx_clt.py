@@ -42,7 +42,9 @@ With ``Y = U^T (W~_j - n_j Sigma~) U`` (that entry set to its mean), ``K = 1 / t
 
 NUTS (NumPyro) samples ``x``, an affine image of ``(v, b, log sigma_y^2)``: ``v`` the log-Cholesky
 factor of ``Sigma_x`` in the eigenframe of the pooled estimate (as ``normalx-nuts``) and ``b``
-the coefficients whitened by an approximate conditional of ``theta`` (:func:`theta_conditional`):
+the coefficients whitened by an approximate conditional of ``theta`` (:func:`theta_conditional`)
+(``log sigma_y^2`` stands for ``sigma_y^2``'s coordinate, ``logit(sigma_y^2 / sigma2_max)`` under the
+prior's bound: :func:`~bayes_dpreg.model.densities.sigma2_of`):
 
 .. math::
     \theta = \mu(\Sigma_x, \sigma_y^2) + \mathrm{chol}(P(\Sigma_x, \sigma_y^2))^{-T} b,
@@ -75,7 +77,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array, lax
 
-from ..model.densities import ModelData, model_data, prior_dist
+from ..model.densities import ModelData, model_data, prior_dist, sigma2_coordinate, sigma2_of
 from ..model.linalg import from_log_cholesky, log_cholesky, pooled_covariance, spd_inverse, symmetrize
 from ..model.prior import ResolvedPrior
 from ..runtime.cache import fit_jit
@@ -217,12 +219,13 @@ def _diag(d: int) -> np.ndarray:
     return np.flatnonzero(rows == cols)
 
 
-def unpack(z: dict, ref: CLTReference, n: Array) -> tuple[Array, Array, Array, Array]:
-    """``(L, theta, log|d theta / d b|, sigma2)`` in the frame: ``Sigma_x' = L L^T`` and
-    ``theta' = mu + chol(P)^{-T} b`` (:func:`theta_conditional`)."""
+def unpack(z: dict, ref: CLTReference, n: Array, pr: ResolvedPrior) -> tuple[Array, Array, Array, Array]:
+    """``(L, theta, log|d theta / d b|, sigma2)`` in the frame: ``Sigma_x' = L L^T``,
+    ``theta' = mu + chol(P)^{-T} b`` (:func:`theta_conditional`) and ``sigma_y^2`` from its
+    coordinate ``ls2`` (:func:`~bayes_dpreg.model.densities.sigma2_of`)."""
     d = ref.W.shape[-1] - 1
     L = from_log_cholesky(ref.v0 + ref.v_scale * z["v"], d)
-    sigma2 = jnp.exp(z["ls2"])
+    sigma2 = sigma2_of(z["ls2"], pr)[0]
     mu, Lp = theta_conditional(L @ L.T, sigma2, ref, n)
     theta = mu + jax.scipy.linalg.solve_triangular(Lp.T, z["b"], lower=False)
     return L, theta, -jnp.log(jnp.diagonal(Lp)).sum(), sigma2
@@ -249,17 +252,18 @@ def theta_conditional(Sigma: Array, sigma2: Array, ref: CLTReference, n: Array) 
 
 def log_density(z: dict, data: ModelData, pr: ResolvedPrior, ref: CLTReference) -> Array:
     """Log-density of ``(v, b, log sigma_y^2)``: the priors of ``Sigma_x`` (with its log-Cholesky
-    Jacobian), ``theta`` (:func:`theta_log_prior`, with ``|d theta / d b|``, :func:`unpack`) and ``sigma_y^2`` (with
-    ``d sigma_y^2 / d log sigma_y^2``), and :func:`clt_log_lik`; constants dropped. Tested equal to
-    the model's density plus a numerically differentiated log-Jacobian."""
-    L, theta, log_jac_theta, sigma2 = unpack(z, ref, data.n)
+    Jacobian), ``theta`` (:func:`theta_log_prior`, with ``|d theta / d b|``, :func:`unpack`) and
+    ``sigma_y^2`` (with the Jacobian of its coordinate, :func:`~bayes_dpreg.model.densities.sigma2_of`),
+    and :func:`clt_log_lik`; constants dropped. Tested equal to the model's density plus a
+    numerically differentiated log-Jacobian."""
+    L, theta, log_jac_theta, sigma2 = unpack(z, ref, data.n, pr)
     Sigma_t = sigma_tilde(L @ L.T, theta, sigma2)
     return (
         sigma_x_log_density(L, pr, ref.Q)
         + theta_log_prior(theta, ref)
         + log_jac_theta
         + prior_dist(pr, "sigma2").log_prob(sigma2)
-        + z["ls2"]
+        + sigma2_of(z["ls2"], pr)[1]
         + clt_log_lik(Sigma_t, ref.W, data.n, ref.s2)
     )
 
@@ -363,9 +367,12 @@ def _frame_program(kind: str, prior_coordinates: bool) -> Callable:
 
 
 def frame_start(data: ModelData, pr: ResolvedPrior) -> Array:
-    """The frame's search starts at the reference point with ``log sigma_y^2`` at its prior's mode ``log(b / a)``."""
+    """The frame's search starts at the reference point with ``sigma_y^2`` at its prior's mode ``b / a``
+    (at most half the bound ``sigma2_max``)."""
     d = data.z_tilde.shape[-1]
-    return jnp.zeros(d * (d + 1) // 2 + d + 1, data.S_tilde.dtype).at[-1].set(jnp.log(pr.b / pr.a))
+    s2 = pr.b / pr.a if pr.sigma2_max is None else jnp.minimum(pr.b / pr.a, 0.5 * pr.sigma2_max)
+    x0 = jnp.zeros(d * (d + 1) // 2 + d + 1, data.S_tilde.dtype)
+    return x0.at[-1].set(sigma2_coordinate(jnp.asarray(s2, data.S_tilde.dtype), pr))
 
 
 def frame_objective(
@@ -491,9 +498,9 @@ def step(state: NCState, cdata: CLTData, pr: ResolvedPrior, settings: NutsSettin
 
 def draws(state: NCState, cdata: CLTData, pr: ResolvedPrior, key: Array) -> dict:
     """``theta``, ``sigma2``, ``Sigma_x`` of the state, in the features' frame."""
-    del pr, key
+    del key
     ref = state.ref
-    L, theta, _, sigma2 = unpack(_ravel(ref.W.shape[-1] - 1)(ref.mode + ref.T @ state.hmc.z), ref, cdata.model.n)
+    L, theta, _, sigma2 = unpack(_ravel(ref.W.shape[-1] - 1)(ref.mode + ref.T @ state.hmc.z), ref, cdata.model.n, pr)
     Q = state.ref.Q
     return {"theta": Q @ theta, "sigma2": sigma2, "Sigma_x": symmetrize(Q @ L @ L.T @ Q.T)}
 
@@ -545,6 +552,7 @@ SAMPLER = Sampler(
     kind="mcmc",
     needs_wishart=True,
     sigma_x_priors=("iw", "lkj"),
+    sigma2_bound=True,
     centred_features=True,
     models_release_noise=True,
     num_warmup=NUM_WARMUP,

@@ -58,7 +58,15 @@ from jax import Array
 from numpyro.infer.hmc import hmc
 
 from ..model.closed_form import collapsed_log_lik, party_terms, theta_conditional
-from ..model.densities import ModelData, S_tilde_dist, model_data, prior_dist, upper
+from ..model.densities import (
+    ModelData,
+    S_tilde_dist,
+    model_data,
+    prior_dist,
+    sigma2_coordinate,
+    sigma2_of,
+    upper,
+)
 from ..model.linalg import from_log_cholesky, log_cholesky, nearest_psd, pooled_covariance, spd_inverse, symmetrize
 from ..model.prior import ResolvedPrior
 from ..stats import StackedStats
@@ -173,10 +181,11 @@ def _c_scale(data: ModelData, d: int) -> Array:
     return jnp.full(d * (d + 1) // 2, 1.0).at[diag].set(1.0 / jnp.sqrt(2.0)) / jnp.sqrt(data.n)[:, None]
 
 
-def unpack(z: dict, data: ModelData, ref: Reference) -> tuple[Array, Array, Array, Array]:
+def unpack(z: dict, data: ModelData, ref: Reference, pr: ResolvedPrior) -> tuple[Array, Array, Array, Array]:
     """``(L, R, S, sigma2)`` from the unconstrained coordinates: ``Sigma_x = Q L L^T Q^T``,
     ``S_j = Q (L R_j)(L R_j)^T Q^T`` (``L`` and ``R_j`` live in the frame ``Q``, ``S_j`` is returned
-    in the features' frame).
+    in the features' frame); ``sigma_y^2`` from its coordinate ``ls2``
+    (:func:`~bayes_dpreg.model.densities.sigma2_of`).
 
     The Bartlett coordinates of ``R_j`` are ``c_j = z_c,j + omega_j * h_j(z_v)`` (elementwise),
     ``h_j(z_v)`` those of the data's estimate ``S0_j`` in the frame of ``L(z_v)``: with
@@ -192,7 +201,7 @@ def unpack(z: dict, data: ModelData, ref: Reference) -> tuple[Array, Array, Arra
     c = z["c"] + ref.omega * _c_of(z["v"], ref.F0, data, ref)
     R = jnp.sqrt(data.n)[:, None, None] * from_log_cholesky(c * _c_scale(data, d), d)
     F = L @ R
-    return L, R, _from_frame(F @ jnp.swapaxes(F, -1, -2), ref.Q), jnp.exp(z["ls2"])
+    return L, R, _from_frame(F @ jnp.swapaxes(F, -1, -2), ref.Q), sigma2_of(z["ls2"], pr)[0]
 
 
 def sigma_x_of(L: Array, ref: Reference) -> Array:
@@ -211,11 +220,11 @@ def log_density(z: dict, data: ModelData, pr: ResolvedPrior, ref: Reference) -> 
     - ||L^{-1} chol(Lambda)||_F^2 / 2``. The ``S~`` and ``sigma_y^2`` factors are the model's
     and the ``z~`` likelihood is :func:`~bayes_dpreg.model.closed_form.collapsed_log_lik`. Tested
     equal to the model's density plus a numerically differentiated log-Jacobian."""
-    L, R, S, sigma2 = unpack(z, data, ref)
+    L, R, S, sigma2 = unpack(z, data, ref, pr)
     return (
         sigma_x_log_density(L, pr, ref.Q)
         + wishart_log_density(R, data.n)
-        + observed_log_density(S, sigma2, z["ls2"], data, pr)
+        + observed_log_density(S, sigma2, sigma2_of(z["ls2"], pr)[1], data, pr)
     )
 
 
@@ -244,26 +253,29 @@ def wishart_log_density(R: Array, dof: Array) -> Array:
     return ((dof[:, None] - i) * log_R).sum() - 0.5 * (R**2).sum()
 
 
-def observed_log_density(S: Array, sigma2: Array, ls2: Array, data: ModelData, pr: ResolvedPrior) -> Array:
+def observed_log_density(S: Array, sigma2: Array, log_jac: Array, data: ModelData, pr: ResolvedPrior) -> Array:
     """The factors given the Gram matrices ``S_j``: ``S~`` (eq. 8), ``sigma_y^2``'s prior with the
-    Jacobian of ``log sigma_y^2``, and the ``z~`` likelihood with theta integrated out."""
+    log-Jacobian ``log_jac`` of its coordinate (:func:`~bayes_dpreg.model.densities.sigma2_of`), and
+    the ``z~`` likelihood with theta integrated out."""
     J, D = data.z_tilde.shape
     t = party_terms(S, data.z_tilde, sigma2, data.sigma_z**2)
     return (
         S_tilde_dist(S, data).log_prob(upper(data.S_tilde)).sum()
         + prior_dist(pr, "sigma2").log_prob(sigma2)
-        + ls2
+        + log_jac
         + collapsed_log_lik(
             t.U.sum(0), t.u.sum(0), t.c.sum(0), jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C)), J * D
         )
     )
 
 
-def to_unconstrained(Sigma_x: Array, S: Array, sigma2: Array, data: ModelData, ref: Reference) -> dict:
+def to_unconstrained(
+    Sigma_x: Array, S: Array, sigma2: Array, data: ModelData, ref: Reference, pr: ResolvedPrior
+) -> dict:
     """The inverse of :func:`unpack` (for tests and for starting values)."""
     xv = (log_cholesky(_to_frame(Sigma_x, ref.Q)) - ref.v0) / ref.v_scale
     c = _c_of(xv, jnp.linalg.cholesky(_to_frame(S, ref.Q)), data, ref)
-    return {"v": xv, "c": c - ref.omega * _c_of(xv, ref.F0, data, ref), "ls2": jnp.log(sigma2)}
+    return {"v": xv, "c": c - ref.omega * _c_of(xv, ref.F0, data, ref), "ls2": sigma2_coordinate(sigma2, pr)}
 
 
 @functools.cache
@@ -286,7 +298,7 @@ def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: NutsSettings)
     z0 = {
         "v": jax.random.normal(k_v, (p,), dtype),
         "c": jax.random.normal(k_c, (J, p), dtype),
-        "ls2": jnp.log(jnp.asarray(pr.b, dtype)) + jax.random.normal(k_s, (), dtype),
+        "ls2": sigma2_start(k_s, pr, dtype),
     }
     init_kernel, _ = nuts_kernels(settings)
     state = init_kernel(
@@ -302,6 +314,15 @@ def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: NutsSettings)
 
 
 FULL_DENSE_MAX_DIM = 32  # NumPyro's dense-mass transitions cost 8x more per step at 61 coordinates
+
+
+def sigma2_start(key: Array, pr: ResolvedPrior, dtype: Any) -> Array:
+    """A dispersed start of ``sigma_y^2``'s coordinate: ``sigma_y^2 = b e^N``, ``N ~ N(0, 1)``, kept
+    below half the bound ``sigma2_max`` where there is one."""
+    s2 = jnp.asarray(pr.b, dtype) * jnp.exp(jax.random.normal(key, (), dtype))
+    if pr.sigma2_max is not None:
+        s2 = jnp.minimum(s2, 0.5 * pr.sigma2_max)
+    return sigma2_coordinate(s2, pr)
 
 
 def mass_matrix(kind: str, dim: int, level_dim: int, level_sites: tuple[str, ...] = ("v", "ls2")) -> Any:
@@ -323,7 +344,7 @@ def step(state: NCState, data: ModelData, pr: ResolvedPrior, settings: NutsSetti
 
 def draws(state: NCState, data: ModelData, pr: ResolvedPrior, key: Array) -> dict:
     """``Sigma_x``, ``S``, ``sigma2`` of the state and ``theta`` from its exact conditional (eq. 12)."""
-    L, _, S, sigma2 = unpack(state.hmc.z, data, state.ref)
+    L, _, S, sigma2 = unpack(state.hmc.z, data, state.ref, pr)
     Sigma_x = sigma_x_of(L, state.ref)
     post = theta_conditional(
         S, data.z_tilde, sigma2, data.sigma_z**2, jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C))
@@ -433,6 +454,7 @@ SAMPLER = Sampler(
     kind="mcmc",
     needs_wishart=True,
     sigma_x_priors=("iw", "lkj"),
+    sigma2_bound=True,
     centred_features=True,
     models_release_noise=True,
     num_warmup=500,
