@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import dataclasses
 import functools
 import math
 import multiprocessing
@@ -293,9 +294,15 @@ def oracle_prior(cell: dict[str, Any], rep: int, seed: int) -> Any:
 
 
 def run_chunk(
-    cell: dict[str, Any], reps: list[int], methods: tuple[str, ...], seed: int, data_dir: str
+    cell: dict[str, Any],
+    reps: list[int],
+    methods: tuple[str, ...],
+    seed: int,
+    data_dir: str,
+    sigma2_max: float | str = math.inf,
 ) -> list[dict[str, Any]]:
-    """Fit every method on replications ``reps`` of ``cell`` (in a worker process)."""
+    """Fit every method on replications ``reps`` of ``cell`` (in a worker process), the priors with
+    ``sigma2_max`` (``Prior.sigma2_max``; ``--sigma2-max``)."""
     import bayes_dpreg as bd
     from bayes_dpreg.privacy.gaussian import ClippingWarning
 
@@ -317,6 +324,7 @@ def run_chunk(
             fit_prior = oracle_prior(cell, rep, seed) if m in ORACLE_OF else prior
             if fit_prior is None:
                 continue
+            fit_prior = dataclasses.replace(fit_prior, sigma2_max=sigma2_max)
             t0 = time.perf_counter()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -468,7 +476,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--data-dir", default=str(DATA_DIR))
     ap.add_argument("--out", default=str(REPO / "docs" / "results" / "coverage"))
+    ap.add_argument(
+        "--sigma2-max", default="inf", help="the priors' bound on sigma_y^2: inf (the default prior's), auto, a number"
+    )
     args = ap.parse_args(argv)
+    sigma2_max = args.sigma2_max if args.sigma2_max == "auto" else float(args.sigma2_max)
     from bayes_dpreg import configure_threads
 
     configure_threads()  # one XLA CPU thread, inherited by the workers (bayes_dpreg.runtime.threads)
@@ -503,7 +515,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
-        futs = {pool.submit(run_chunk, c, reps, methods, args.seed, args.data_dir): (c, reps) for c, reps in tasks}
+        submit = functools.partial(pool.submit, run_chunk)
+        futs = {submit(c, reps, methods, args.seed, args.data_dir, sigma2_max): (c, reps) for c, reps in tasks}
         for f in concurrent.futures.as_completed(futs):
             c, reps = futs[f]
             rows = [r for r in f.result() if (r["cell"], r["rep"], r["method"]) not in done]

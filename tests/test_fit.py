@@ -1,5 +1,6 @@
 """fit(): structure, exactness of closed-form draws, priors, options and errors."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -157,6 +158,8 @@ def test_paper_model_values():
         ("[prior]\na = 0\n", "prior a must be"),
         ("[prior]\nm = [1.0, 2.0, 3.0]\n", "length-2"),
         ("[prior]\nkappa = 0.5\n", "kappa"),
+        ("[prior]\nsigma2_max = -1.0\n", "sigma2_max"),
+        ("[prior]\nsigma2_max = 1e-4\na = 1.0\nb = 1.0\n", "almost no mass"),
         ("[prior]\ntypo = 1\n", "unknown prior hyperparameters"),
         ("[priors]\n", "unknown top-level keys"),
         ("[prior\n", "invalid TOML"),
@@ -170,9 +173,55 @@ def test_bad_model_files(tmp_path, text, match):
 
 
 def test_every_hyperparameter_settable():
-    p = Prior(m=[1.0, 2.0], C=[[2.0, 0.5], [0.5, 1.0]], a=3.0, b=0.1, Lambda=[1.0, 2.0], kappa=5.0, nig_precision=0.1)
+    p = Prior(m=[1.0, 2.0], C=[[2.0, 0.5], [0.5, 1.0]], a=3.0, b=0.1, Lambda=[1.0, 2.0], kappa=5.0, nig_precision=0.1,
+              sigma2_max=4.0)
     r = p.resolve(2)
+    assert r.sigma2_max == 4.0
     np.testing.assert_array_equal(r.m, [1, 2])
     np.testing.assert_array_equal(r.Lambda, np.diag([1.0, 2.0]))
     assert (r.a, r.b, r.kappa) == (3.0, 0.1, 5.0)
     np.testing.assert_array_equal(r.nig_precision, 0.1 * np.eye(2))
+
+
+def test_sigma2_bound_is_y_bound_squared_where_the_method_takes_it():
+    """No bound by default; ``sigma2_max = "auto"``: ``y_bound^2`` for the NUTS samplers of the normalX
+    model, none for the paper's samplers or without scales; a finite bound for a paper sampler is refused."""
+    scales = bd.PriorScales(2.0, np.ones(2))
+    auto = Prior(sigma2_max="auto")
+    assert Prior().resolve(2, scales).sigma2_max is None
+    assert auto.resolve(2, scales).sigma2_max == 4.0
+    assert replace(auto, C=1.0, b=0.1, Lambda=1.0).resolve(2, scales).sigma2_max == 4.0
+    assert replace(auto, C=1.0, b=0.1, Lambda=1.0).resolve(2).sigma2_max is None  # no release, no bound
+    assert auto.for_sigma2_bound(False, "fixeds").resolve(2, scales).sigma2_max is None
+    assert auto.resolve_intercept(1, scales).sigma2_max == 4.0
+    with pytest.raises(ValueError, match="takes no bound on sigma_y"):
+        Prior(sigma2_max=3.0).for_sigma2_bound(False, "fixeds")
+    stats, _, _ = _stats(d=2)
+    bound = bd.prior_scales(stack_stats(stats)).y_bound ** 2
+    for method, expected in [("normalx-clt", bound), ("fixeds", np.inf)]:
+        idata = bd.fit(stats, method, prior=auto, num_warmup=100, num_samples=100, num_chains=2)
+        assert idata.posterior.attrs["prior_sigma2_max"] == pytest.approx(expected)
+        assert float(idata.posterior["sigma2"].max()) <= expected and float(idata.prior["sigma2"].max()) <= expected
+        assert ("IG(1, 0.0025) on (0, 1]" in idata.posterior.attrs["prior_description"]) == (method != "fixeds")
+    with pytest.raises(ValueError, match="takes no bound"):
+        bd.fit(stats, "fixeds", prior=Prior(sigma2_max=1.0), num_samples=10)
+
+
+def test_truncated_inverse_gamma_density_and_draws():
+    """``TruncatedInverseGamma``: density integrating to one on ``(0, h]``, zero above, and draws
+    whose distribution is the truncated CDF (Kolmogorov-Smirnov), also where the bound cuts deep."""
+    import jax
+    from scipy import integrate, stats as sps
+
+    from bayes_dpreg.model.densities import TruncatedInverseGamma
+
+    for (a, b, h), key in zip([(1.0, 0.01, 0.5), (3.0, 2.0, 0.8), (20.0, 0.5, 0.02)], range(3)):
+        tig = TruncatedInverseGamma(a, b, h)
+        s = np.linspace(np.log(h) - 40.0, np.log(h), 40001)  # the integral in log t: p(e^s) e^s ds
+        mass = integrate.simpson(np.exp(np.asarray(tig.log_prob(np.exp(s))) + s), x=s)
+        assert mass == pytest.approx(1.0, abs=1e-6)
+        assert float(tig.log_prob(1.01 * h)) == -np.inf
+        x = np.asarray(tig.sample(jax.random.key(key), (4000,)))
+        ig = sps.invgamma(a, scale=b)
+        assert x.max() <= h
+        assert sps.kstest(x, lambda t: np.minimum(ig.cdf(t) / ig.cdf(h), 1.0)).pvalue > 1e-3

@@ -111,6 +111,7 @@ def test_plot_ppc_works_on_a_default_fit_with_no_arguments():
         stats.append(bd.release(X, y, epsilon=1.0, delta=1e-5, x_bound=3.0, y_bound=1.0, seed=j, name=f"p{j}"))
     idata = bd.fit(stats, num_samples=100, num_warmup=100)
     assert list(idata.observed_data.data_vars) == ["z_tilde"] and "S_tilde" in idata.constant_data
+    assert idata.posterior.attrs["prior_sigma2_max"] == np.inf  # the default leaves sigma_y^2 unbounded
     az.plot_ppc(idata)
 
 
