@@ -133,7 +133,7 @@ LEVEL_SITES = ("v", "u", "ls2")
 
 def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: nn.NutsSettings) -> nn.NCState:
     """Dispersed starting values: standard normal coordinates (about one posterior or prior sd
-    from the data's estimates), ``log sigma_y^2 = log b + N(0, 1)``."""
+    from the data's estimates), ``sigma_y^2`` from :func:`~bayes_dpreg.samplers.normalx_nuts.sigma2_start`."""
     J, D = data.z_tilde.shape
     d = D - 1
     p = d * (d + 1) // 2

@@ -289,7 +289,7 @@ def nuts_kernels(settings: NutsSettings, log_density_fn: Any = None) -> tuple[An
 
 def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: NutsSettings) -> NCState:
     """Dispersed starting values: standard normal ``v`` and ``c`` (about one posterior or
-    prior sd from the centre), ``log sigma_y^2 = log b + N(0, 1)``."""
+    prior sd from the centre), ``sigma_y^2`` from :func:`sigma2_start`."""
     J, d = data.z_tilde.shape
     p = d * (d + 1) // 2
     k_v, k_c, k_s, k_nuts = jax.random.split(key, 4)
