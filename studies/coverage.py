@@ -515,8 +515,9 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
-        submit = functools.partial(pool.submit, run_chunk)
-        futs = {submit(c, reps, methods, args.seed, args.data_dir, sigma2_max): (c, reps) for c, reps in tasks}
+        futs = {}
+        for c, reps in tasks:
+            futs[pool.submit(run_chunk, c, reps, methods, args.seed, args.data_dir, sigma2_max)] = (c, reps)
         for f in concurrent.futures.as_completed(futs):
             c, reps = futs[f]
             rows = [r for r in f.result() if (r["cell"], r["rep"], r["method"]) not in done]
