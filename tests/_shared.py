@@ -58,3 +58,11 @@ def exact_theta_moments(stats, pr):
     mean = (w[:, None] * np.asarray(means)).sum(0)
     var = (w[:, None] * (np.diagonal(np.asarray(covs), axis1=1, axis2=2) + np.asarray(means) ** 2)).sum(0) - mean**2
     return mean, np.sqrt(var)
+
+
+def assert_density_is_reference_up_to_a_constant(log_density, reference, x1, seed, args, rtol, atol):
+    """A sampler's ``log_density(x, *args)`` differs from ``reference(x, *args)`` (the model's density plus
+    the log-Jacobian) by a constant: equal differences between ``x1`` and a point 0.3 sd-units away."""
+    x2 = x1 + 0.3 * jax.random.normal(jax.random.key(seed + 5), x1.shape)
+    np.testing.assert_allclose(log_density(x1, *args) - log_density(x2, *args),
+                               reference(x1, *args) - reference(x2, *args), rtol=rtol, atol=atol)

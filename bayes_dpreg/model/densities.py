@@ -54,6 +54,7 @@ __all__ = [
     "TruncatedInverseGamma",
     "sigma2_of",
     "sigma2_coordinate",
+    "sigma2_start",
     "sigma_x_conditional",
     "log_marginal_S",
     "normalx_model",
@@ -231,6 +232,14 @@ def sigma2_coordinate(sigma2: Array, pr: ResolvedPrior) -> Array:
     if pr.sigma2_max is None:
         return jnp.log(sigma2)
     return jnp.log(sigma2) - jnp.log(pr.sigma2_max - sigma2)
+
+
+def sigma2_start(sigma2: Array, pr: ResolvedPrior) -> Array:
+    """:func:`sigma2_coordinate` of a starting value, kept at most half the bound ``sigma2_max``
+    (a start at or above it has no coordinate)."""
+    if pr.sigma2_max is not None:
+        sigma2 = jnp.minimum(sigma2, 0.5 * pr.sigma2_max)
+    return sigma2_coordinate(sigma2, pr)
 
 
 def prior_dist(pr: ResolvedPrior, name: str) -> dist.Distribution:

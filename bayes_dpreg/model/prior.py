@@ -386,7 +386,7 @@ class Prior:
         ``"auto"`` hyperparameters need ``scales`` (:func:`prior_scales` of the released
         statistics; :func:`bayes_dpreg.fit` passes them); ``sigma2_max = "auto"`` is ``y_bound^2``
         with ``scales`` and no bound without."""
-        if self.is_auto or (scales is not None and _is_auto(self.sigma2_max)):
+        if self._scaled_by(scales):
             if scales is None:
                 raise ValueError(
                     "this prior has 'auto' hyperparameters, scaled to the released statistics: "
@@ -411,6 +411,11 @@ class Prior:
             sigma2_max=self._sigma2_max(),
         )
 
+    def _scaled_by(self, scales: PriorScales | None) -> bool:
+        """Whether resolving against ``scales`` goes through :meth:`autoscaled`: some hyperparameter
+        needs them (:attr:`is_auto`), or they are given and ``sigma2_max`` is ``"auto"``."""
+        return self.is_auto or (scales is not None and _is_auto(self.sigma2_max))
+
     def _sigma2_max(self) -> float | None:
         v = self.sigma2_max
         if _is_auto(v) or not math.isfinite(float(v)):
@@ -430,7 +435,7 @@ class Prior:
         ``scales`` are those of the released ``[1, x]`` statistics (``d + 1`` entries, the
         first, ``E[1^2] = 1``, gives the intercept the prior sd ``y_bound``); ``Lambda``
         takes the features' entries."""
-        if self.is_auto or (scales is not None and _is_auto(self.sigma2_max)):
+        if self._scaled_by(scales):
             if scales is None:
                 raise ValueError("this prior has 'auto' hyperparameters: resolve it with scales=prior_scales(stats)")
             feat = PriorScales(scales.y_bound, np.asarray(scales.feature_ms)[1:])

@@ -133,7 +133,7 @@ LEVEL_SITES = ("v", "u", "ls2")
 
 def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: nn.NutsSettings) -> nn.NCState:
     """Dispersed starting values: standard normal coordinates (about one posterior or prior sd
-    from the data's estimates), ``sigma_y^2`` from :func:`~bayes_dpreg.samplers.normalx_nuts.sigma2_start`."""
+    from the data's estimates), ``sigma_y^2`` from :func:`~bayes_dpreg.samplers.normalx_nuts.dispersed_sigma2_start`."""
     J, D = data.z_tilde.shape
     d = D - 1
     p = d * (d + 1) // 2
@@ -145,7 +145,7 @@ def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: nn.NutsSettin
         "c": jax.random.normal(k_c, (J, p), dtype),
         "u": jax.random.normal(k_u, (d,), dtype),
         "e": jax.random.normal(k_e, (J, d), dtype),
-        "ls2": nn.sigma2_start(k_s, pr, dtype),
+        "ls2": nn.dispersed_sigma2_start(k_s, pr, dtype),
     }
     init_kernel, _ = nn.nuts_kernels(settings, log_density)
     state = init_kernel(

@@ -77,7 +77,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array, lax
 
-from ..model.densities import ModelData, model_data, prior_dist, sigma2_coordinate, sigma2_of
+from ..model.densities import ModelData, model_data, prior_dist, sigma2_of, sigma2_start
 from ..model.linalg import from_log_cholesky, log_cholesky, pooled_covariance, spd_inverse, symmetrize
 from ..model.prior import ResolvedPrior
 from ..runtime.cache import fit_jit
@@ -370,9 +370,8 @@ def frame_start(data: ModelData, pr: ResolvedPrior) -> Array:
     """The frame's search starts at the reference point with ``sigma_y^2`` at its prior's mode ``b / a``
     (at most half the bound ``sigma2_max``)."""
     d = data.z_tilde.shape[-1]
-    s2 = pr.b / pr.a if pr.sigma2_max is None else jnp.minimum(pr.b / pr.a, 0.5 * pr.sigma2_max)
     x0 = jnp.zeros(d * (d + 1) // 2 + d + 1, data.S_tilde.dtype)
-    return x0.at[-1].set(sigma2_coordinate(jnp.asarray(s2, data.S_tilde.dtype), pr))
+    return x0.at[-1].set(sigma2_start(jnp.asarray(pr.b / pr.a, data.S_tilde.dtype), pr))
 
 
 def frame_objective(

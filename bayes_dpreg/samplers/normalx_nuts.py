@@ -65,6 +65,7 @@ from ..model.densities import (
     prior_dist,
     sigma2_coordinate,
     sigma2_of,
+    sigma2_start,
     upper,
 )
 from ..model.linalg import from_log_cholesky, log_cholesky, nearest_psd, pooled_covariance, spd_inverse, symmetrize
@@ -289,7 +290,7 @@ def nuts_kernels(settings: NutsSettings, log_density_fn: Any = None) -> tuple[An
 
 def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: NutsSettings) -> NCState:
     """Dispersed starting values: standard normal ``v`` and ``c`` (about one posterior or
-    prior sd from the centre), ``sigma_y^2`` from :func:`sigma2_start`."""
+    prior sd from the centre), ``sigma_y^2`` from :func:`dispersed_sigma2_start`."""
     J, d = data.z_tilde.shape
     p = d * (d + 1) // 2
     k_v, k_c, k_s, k_nuts = jax.random.split(key, 4)
@@ -298,7 +299,7 @@ def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: NutsSettings)
     z0 = {
         "v": jax.random.normal(k_v, (p,), dtype),
         "c": jax.random.normal(k_c, (J, p), dtype),
-        "ls2": sigma2_start(k_s, pr, dtype),
+        "ls2": dispersed_sigma2_start(k_s, pr, dtype),
     }
     init_kernel, _ = nuts_kernels(settings)
     state = init_kernel(
@@ -316,13 +317,10 @@ def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: NutsSettings)
 FULL_DENSE_MAX_DIM = 32  # NumPyro's dense-mass transitions cost 8x more per step at 61 coordinates
 
 
-def sigma2_start(key: Array, pr: ResolvedPrior, dtype: Any) -> Array:
-    """A dispersed start of ``sigma_y^2``'s coordinate: ``sigma_y^2 = b e^N``, ``N ~ N(0, 1)``, kept
-    below half the bound ``sigma2_max`` where there is one."""
-    s2 = jnp.asarray(pr.b, dtype) * jnp.exp(jax.random.normal(key, (), dtype))
-    if pr.sigma2_max is not None:
-        s2 = jnp.minimum(s2, 0.5 * pr.sigma2_max)
-    return sigma2_coordinate(s2, pr)
+def dispersed_sigma2_start(key: Array, pr: ResolvedPrior, dtype: Any) -> Array:
+    """A dispersed start of ``sigma_y^2``'s coordinate: ``sigma_y^2 = b e^N``, ``N ~ N(0, 1)``
+    (:func:`~bayes_dpreg.model.densities.sigma2_start`: below half the bound where there is one)."""
+    return sigma2_start(jnp.asarray(pr.b, dtype) * jnp.exp(jax.random.normal(key, (), dtype)), pr)
 
 
 def mass_matrix(kind: str, dim: int, level_dim: int, level_sites: tuple[str, ...] = ("v", "ls2")) -> Any:
