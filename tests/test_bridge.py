@@ -89,20 +89,22 @@ def test_bridge_sampling_recovers_the_fixeds_closed_form():
 
 def _brute_normalx_d1(stats, prior):
     """``log p(S~, z~)`` of the normalX model for d = 1, J = 1 from scipy densities on a 3-D grid
-    (Sigma_x, S, sigma^2; theta analytically: z~ | S, sigma^2 ~ N(S m, S^2 C + sigma^2 S + sigma_z^2))."""
+    (Sigma_x, S, sigma^2; theta analytically: z~ | S, sigma^2 ~ N(S m, S^2 C + sigma^2 S + sigma_z^2)).
+    The integrand factorises as ``f(S, sigma^2) g(S, Sigma_x)``, so the grid's sum is taken over
+    ``sigma^2`` first, then over ``(S, Sigma_x)``: the same sum as over the full grid."""
     s = stats[0]
     St, z = float(np.ravel(s.S)[0]), float(np.ravel(s.z)[0])
     sS, sz, n = float(s.sigma_S), float(s.sigma_z), float(s.n)
     lS, t, lsig = np.linspace(-1, 9, 1000), np.linspace(-12, 5, 400), np.linspace(-12, 6, 600)
     G1, G2 = np.meshgrid(lS, t, indexing="ij")
     Sv, s2 = np.exp(G1), np.exp(G2)
-    base = (sps.norm.logpdf(St, Sv, sS) + sps.norm.logpdf(z, prior["m"] * Sv, np.sqrt(Sv**2 * prior["C"] + s2 * Sv + sz**2))
-            + sps.invgamma.logpdf(s2, prior["a"], scale=prior["b"]) + G1 + G2)
-    inner = [logsumexp(base + sps.gamma.logpdf(Sv, n / 2, scale=2 * math.exp(ls))
-                       + sps.invgamma.logpdf(math.exp(ls), prior["kappa"] / 2, scale=prior["Lambda"] / 2) + ls)
-             for ls in lsig]
+    f = (sps.norm.logpdf(St, Sv, sS) + sps.norm.logpdf(z, prior["m"] * Sv, np.sqrt(Sv**2 * prior["C"] + s2 * Sv + sz**2))
+         + sps.invgamma.logpdf(s2, prior["a"], scale=prior["b"]) + G1 + G2)
+    H1, H3 = np.meshgrid(lS, lsig, indexing="ij")
+    g = (sps.gamma.logpdf(np.exp(H1), n / 2, scale=2 * np.exp(H3))
+         + sps.invgamma.logpdf(np.exp(H3), prior["kappa"] / 2, scale=prior["Lambda"] / 2) + H3)
     h = (lS[1] - lS[0]) * (t[1] - t[0]) * (lsig[1] - lsig[0])
-    return logsumexp(inner) + math.log(h)
+    return logsumexp(logsumexp(f, axis=1)[:, None] + g) + math.log(h)
 
 
 @pytest.mark.parametrize("eps", [1.0, 0.3])

@@ -128,14 +128,16 @@ def test_coordinates_invert(seed):
 
 
 def test_recovers_the_exact_posterior_when_the_noise_vanishes():
-    """eps huge: S~_j is the Gram matrix of [1, x] exactly, and theta's posterior is a scale mixture
-    over sigma_y^2 of the Gaussians of eq. (12), computed by quadrature on a grid of log sigma_y^2."""
+    """eps = 1e4: S~_j is the Gram matrix of [1, x] up to noise of sd 0.06 on entries of 700-2000, and
+    theta's posterior is a scale mixture over sigma_y^2 of the Gaussians of eq. (12), computed by
+    quadrature on a grid of log sigma_y^2. (At eps = 1e7 the same check holds but NUTS needs trees
+    of depth 7 for the pinned S_j: 41 s against 6 s.)"""
     rng = np.random.default_rng(4)
     X = rng.normal(size=(4000, 1)) * 0.3 + 0.5
     y = 0.3 - 0.5 * X[:, 0] + 0.1 * rng.normal(size=4000)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        stats = [bd.release(Xj, yj, epsilon=1e7, delta=1e-5, x_bound=2.0, y_bound=1.0, intercept=True, seed=j)
+        stats = [bd.release(Xj, yj, epsilon=1e4, delta=1e-5, x_bound=2.0, y_bound=1.0, intercept=True, seed=j)
                  for j, (Xj, yj) in enumerate(bd.split_parties(X, y, 2))]
     prior = Prior(C=100.0, a=2.0, b=0.01, Lambda=1.0)
     idata = bd.fit(stats, "normalx-intercept", prior=prior, num_warmup=500, num_samples=1000, seed=1)

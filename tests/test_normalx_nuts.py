@@ -98,8 +98,8 @@ def test_recovers_the_exact_posterior_when_the_noise_vanishes():
 
 
 @pytest.mark.slow  # 58-62 s. Under the inverse Wishart, a default nowhere: fit's default prior for this sampler is the
-# separation prior, whose SBC in the same regime (tests/test_sigma_x_prior.py) and small-party SBC under the inverse
-# Wishart (tests/test_samplers.py) run by default, as does the density check of both families against the model
+# separation prior, whose SBC with small parties (tests/test_samplers.py, where this sampler is the default) runs
+# by default, as does the density check of both families against the model
 def test_sbc_with_large_parties_and_heavy_noise():
     """The regime non-centring is for: n_j = 2000, release noise far above the Wishart spread of S_j."""
     pr = Prior(m=0.0, C=1.0, a=3.0, b=2.0, Lambda=3.0, kappa=6.0).resolve(2)

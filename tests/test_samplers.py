@@ -1,7 +1,5 @@
 """MCMC-normalX / MCMC-fixedS: log-densities, conditionals, closed-form limits, SBC, fit() and errors."""
 
-import math
-from dataclasses import replace
 
 import jax
 import jax.numpy as jnp
@@ -122,12 +120,15 @@ def test_numpyro_mcmc_runs_the_kernels():
 
 
 SBC_PRIOR = Prior(m=0.0, C=1.0, a=3.0, b=2.0, Lambda=3.0, kappa=6.0)  # E[Sigma_x] = I
-SBC_BOUNDED = {"normalx-nuts": 2.0}  # sigma_y^2 <= 2 (8% of IG(3, 2) above it), as the default prior bounds it
-SBC_CASES = {  # method, kernel settings, replications, warm-up, thinning
-    "fixeds": ("fixeds", {}, 200, 300, 5),
-    "normalx": ("normalx", {}, 200, 300, 5),
-    "normalx-algorithm1": ("normalx", {"collapse_theta": False, "level_moves": False}, 200, 300, 5),
-    "normalx-nuts": ("normalx-nuts", {}, 100, 200, 1),
+# normalx-nuts, the default where a party is small (samplers.default_method), under its default prior for Sigma_x
+# (the separation prior, scales log-normal around 1, LKJ(2) correlations), with sigma_y^2 <= 2 (8% of IG(3, 2)
+# above it: the bound's option, Prior(sigma2_max=...), on the logit coordinate)
+SBC_SEPARATION = Prior(m=0.0, C=1.0, a=3.0, b=2.0, Lambda=1.0, Sigma_x_prior="lkj", sigma2_max=2.0)
+SBC_CASES = {  # method, prior, kernel settings, replications, warm-up, thinning
+    "fixeds": ("fixeds", SBC_PRIOR, {}, 200, 300, 5),
+    "normalx": ("normalx", SBC_PRIOR, {}, 200, 300, 5),
+    "normalx-algorithm1": ("normalx", SBC_PRIOR, {"collapse_theta": False, "level_moves": False}, 200, 300, 5),
+    "normalx-nuts": ("normalx-nuts", SBC_SEPARATION, {}, 100, 200, 1),
 }
 
 
@@ -143,9 +144,8 @@ def test_sbc_small(case):
     acceptance ratio: a missing Jacobian (level moves or log-sigma2 walk) or Hastings term
     gives p-values of 1e-16 to 1e-45 here (see the closing note of the sampler issue).
     The full study (more replications and draws) is ``studies/sbc.py``."""
-    method, extra, reps, warmup, thin = SBC_CASES[case]
+    method, prior, extra, reps, warmup, thin = SBC_CASES[case]
     sig = bd.calibrate(1.0, 1e-5, 1.0, 1.0).sigma_S
-    prior = replace(SBC_PRIOR, sigma2_max=SBC_BOUNDED.get(case, math.inf))
     res = sbc(jax.random.key(1), method, prior.resolve(2), np.array([30, 30]), sig, sig, replications=reps,
               num_warmup=warmup, options=extra, thin=thin)
     assert len(res.pvalues) == (3 if method == "fixeds" else 5)

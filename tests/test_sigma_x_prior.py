@@ -103,7 +103,9 @@ def test_resolved_prior_records_the_family():
     assert iw.eta is None and iw.scale_sd is None
 
 
-def test_sbc_of_the_default_sampler_under_the_separation_prior():
+@pytest.mark.slow  # 77 s. At n_j = 2000 the default is normalx-clt (its SBC under this prior: test_normalx_clt.py);
+# normalx-nuts, the default where a party is small, has its SBC under this prior in test_samplers.py::test_sbc_small
+def test_sbc_of_normalx_nuts_under_the_separation_prior_with_large_parties():
     """Simulation-based calibration of ``normalx-nuts`` with ``Sigma_x`` drawn from the separation
     prior (its own model), large parties and release noise far above the Wishart spread of ``S_j``:
     the regime where ``Sigma_x``'s prior speaks (ranks of theta, sigma2, an entry of Sigma_x, S)."""
