@@ -408,10 +408,11 @@ def _compiled_batch(
     kernel: ChainKernel, settings: Any, num_chains: int, num_warmup: int, num_draws: int, thin: int, keep: tuple
 ) -> Callable:
     def one_chain(key, data, pr):
-        state = kernel.init(key, data, pr, settings)
+        state = _varying(kernel.init(key, data, pr, settings), key)
         state = lax.fori_loop(0, num_warmup, lambda i, s: kernel.step(s, data, pr, settings), state)
         k_draws = jax.random.fold_in(key, 1)
-        zero = {n: jnp.zeros_like(v) for n, v in _kept(kernel.draws(state, data, pr, k_draws), keep).items()}
+        draws = _kept(kernel.draws(state, data, pr, k_draws), keep)
+        zero = _varying({n: jnp.zeros_like(v) for n, v in draws.items()}, key)
 
         def inner(i, c):
             s, total, k = c
@@ -427,11 +428,24 @@ def _compiled_batch(
         (_, total), out = lax.scan(outer, (state, zero), jax.random.split(k_draws, num_draws))
         return out + (jax.tree.map(lambda a: a / (num_draws * thin), total),)
 
-    def one_replication(key, data, pr):
-        keys = key[None] if num_chains == 1 else jax.random.split(key, num_chains)
-        return jax.vmap(one_chain, (0, None, None))(keys, data, pr)
+    def replications(keys, data, pr):
+        # one vmap over replications x chains: vmapping twice batches the kernel's nested loops twice, and
+        # each level of a vmapped loop traces its body two or three times (JAX's fixpoint of batched carries)
+        B, C = keys.shape[0], num_chains
+        chain_keys = keys if C == 1 else jax.vmap(lambda k: jax.random.split(k, C))(keys).reshape(B * C)
+        per_chain = lambda tree: jax.tree.map(lambda a: jnp.repeat(a, C, axis=0), tree)
+        out = jax.vmap(one_chain)(chain_keys, per_chain(data), per_chain(pr))
+        return jax.tree.map(lambda a: a.reshape((B, C) + a.shape[1:]), out)
 
-    return jax.jit(jax.vmap(one_replication))
+    return jax.jit(replications)
+
+
+def _varying(tree: Any, key: Array) -> Any:
+    """``tree`` unchanged, every leaf made a function of ``key``: under ``vmap`` each loop's carry is then
+    batched from the start, and JAX batches the loop's body once instead of once per newly batched part."""
+    same = jax.random.key_data(key).ravel()[0] >= 0  # always true; batched with the key
+    keep_as_is = lambda x: jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
+    return jax.tree.map(lambda x: x if keep_as_is(x) else jnp.where(same, x, x), tree)
 
 
 def _kept(draws: dict, keep: tuple) -> dict:
