@@ -131,7 +131,7 @@ def test_recovers_the_exact_posterior_when_the_noise_vanishes():
     """eps = 1e4: S~_j is the Gram matrix of [1, x] up to noise of sd 0.06 on entries of 700-2000, and
     theta's posterior is a scale mixture over sigma_y^2 of the Gaussians of eq. (12), computed by
     quadrature on a grid of log sigma_y^2. (At eps = 1e7 the same check holds but NUTS needs trees
-    of depth 7 for the pinned S_j: 41 s against 6 s.)"""
+    of depth 7 for the pinned S_j: 41 s of sampling against 6 s.)"""
     rng = np.random.default_rng(4)
     X = rng.normal(size=(4000, 1)) * 0.3 + 0.5
     y = 0.3 - 0.5 * X[:, 0] + 0.1 * rng.normal(size=4000)

@@ -1,6 +1,5 @@
 """MCMC-normalX / MCMC-fixedS: log-densities, conditionals, closed-form limits, SBC, fit() and errors."""
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np
