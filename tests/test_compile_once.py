@@ -72,3 +72,47 @@ def test_post_processing_compiles_nothing_for_another_number_of_draws(compiles):
     compiled = {m.split(" with ")[0] for m in compiles.messages if m.startswith("Compiling")}
     # jit(call): a program loaded from its exported copy; the others: the same programs jitted directly
     assert not compiled & {"Compiling jit(call)", "Compiling jit(_predictive_draws)", "Compiling jit(<lambda>)"}
+
+
+_FRESH_FITS = """
+import logging, sys, warnings
+import jax
+import jax.numpy as jnp
+sys.path.insert(0, {tests!r})
+from test_compile_once import _stats
+import bayes_dpreg as bd
+
+names = []
+class Names(logging.Handler):
+    def emit(self, record):
+        message = record.getMessage()
+        if message.startswith("Compiling "):
+            names.append(message.split()[1][4:-1])  # "jit(name)"
+logging.getLogger("jax").addHandler(Names())
+logging.getLogger("jax").setLevel(logging.DEBUG)
+jax.config.update("jax_log_compiles", True)
+warnings.simplefilter("ignore")
+for method in ("normalx-clt", "fixeds", "fast"):
+    bd.fit(_stats(5), method, seed=0, num_samples=61, num_warmup=59, num_chains=2)
+one_op = [n for n in names if n in dir(jnp) or n.lstrip("_") in dir(jax.lax) or n.startswith("_threefry")
+          or n in ("stage", "unstack", "_squeeze", "_einsum", "_normal", "_solve_triangular")]
+print("programs", len(names), "one-op", one_op)
+"""
+
+
+def test_a_fresh_process_runs_no_one_operation_programs():
+    """A fit in a new process runs its work in a few compiled programs: no key, conversion or
+    array operation run eagerly, each of which is a program of its own to trace, lower and compile
+    or load (``bayes_dpreg.runtime.keys``; a default fit ran about twenty). The default sampler,
+    MCMC-fixedS and Bayes-fixedS-fast, at the shapes and settings of the test above (whose
+    programs the suite's persistent cache may hold)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = _FRESH_FITS.format(tests=str(Path(__file__).parent))
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    line = [ln for ln in res.stdout.splitlines() if ln.startswith("programs")][-1]
+    assert line.endswith("one-op []"), line
+    assert int(line.split()[1]) >= 10, line  # the handler saw the fits' programs (else this test cannot fail)

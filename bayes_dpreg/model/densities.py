@@ -83,14 +83,11 @@ class ModelData(NamedTuple):
 
 
 def model_data(st: StackedStats) -> ModelData:
-    return ModelData(
-        jnp.asarray(st.S),
-        jnp.asarray(st.z),
-        jnp.asarray(st.n, dtype=jnp.float64),
-        jnp.asarray(st.sigma_S),
-        jnp.asarray(st.sigma_z),
-        jnp.asarray(float(st.y_bound.max())),
-    )
+    """The release as float64 device arrays (``device_put`` of NumPy arrays: ``jnp.asarray`` would
+    run a program of its own for each); ``y_bound`` a weakly typed scalar, as ``jnp.asarray`` makes it."""
+    put = lambda a: jax.device_put(np.asarray(a, np.float64))
+    y_bound = jax.device_put(float(st.y_bound.max()))
+    return ModelData(put(st.S), put(st.z), put(st.n), put(st.sigma_S), put(st.sigma_z), y_bound)
 
 
 def upper(S: Array) -> Array:
@@ -358,6 +355,7 @@ def fixeds_model(data: ModelData, prior: ResolvedPrior, observe: bool = True) ->
         )
 
 
+@jax.jit  # one program, where run op by op it was three
 def fixeds_data(data: ModelData) -> ModelData:
     """Replace ``S~_j`` by the fixed estimate ``nearestPSD(S~_j)`` (Higham; Sec. 4.2), with its
     eigendecompositions for MCMC-fixedS's kernel."""
@@ -408,5 +406,5 @@ def log_joint(model: Callable, data: ModelData, prior: ResolvedPrior, samples: d
     """ArviZ's ``lp``: the model's log joint density (all sites, observed included) at each draw
     of ``samples`` (``{site: (chain, draw, ...)}``, the model's latent sites)."""
     lead = next(iter(samples.values())).shape[:2]
-    flat = {k: jnp.asarray(v).reshape((-1,) + tuple(np.shape(v)[2:])) for k, v in samples.items()}
+    flat = {k: np.asarray(v).reshape((-1,) + tuple(np.shape(v)[2:])) for k, v in samples.items()}
     return np.asarray(_log_joint(model, data, prior, flat)).reshape(lead)

@@ -44,12 +44,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..model.densities import prior_dist, z_dist
 from ..model.linalg import nearest_psd
 from ..runtime.cache import fit_jit
+from ..runtime.keys import fold_in, split_keys
 from ..stats import StackedStats
 
 if TYPE_CHECKING:
@@ -145,18 +145,19 @@ def _predictive_groups(
     chains, draws = theta.shape[:2]
     N = chains * draws
     s2 = np.full(N, sigma2_fixed) if "sigma2" not in post else _flat(post["sigma2"], 2)
-    S_hat = np.asarray(nearest_psd(jnp.asarray(st.S)))
+    S_np: Any = np.asarray(st.S)  # a NumPy argument: jnp.asarray would be a program of its own
+    S_hat = np.asarray(nearest_psd(S_np))
     S = S_hat  # one S for every draw (J d^2 numbers: (N, J, d, d) would be 5 GB at d = 50, J = 100)
     if "S" in latent and np.shape(latent["S"])[-1] == theta.shape[-1]:
         S = np.concatenate([_flat(latent["S"], 2), np.broadcast_to(S_hat, (PRIOR_DRAWS,) + S_hat.shape)])
-    k_post, k_prior = jax.random.split(key)
+    k_post, k_prior = split_keys(key, 2)
     theta_pr, s2_pr = _prior_theta_sigma2(pr, sigma2_fixed, k_prior)
-    z, sigma_z = jnp.asarray(st.z), jnp.asarray(st.sigma_z)
+    z, sigma_z = np.asarray(st.z, np.float64), np.asarray(st.sigma_z, np.float64)
     per_draw = [np.concatenate([_flat(theta, 2), theta_pr]), np.concatenate([s2, s2_pr])]
     if S.ndim == 4:
         per_draw.append(S)
     ll, rep = _chunked(
-        lambda i, th, s2_, *S_i: _predictive(th, s2_, S_i[0] if S_i else S, z, sigma_z, jax.random.fold_in(k_post, i)),
+        lambda i, th, s2_, *S_i: _predictive(th, s2_, S_i[0] if S_i else S, z, sigma_z, fold_in(k_post, np.uint32(i))),
         per_draw,
     )
     prior = {"theta": theta_pr[None]}

@@ -18,7 +18,6 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import jax
 import numpy as np
 
 if TYPE_CHECKING:  # arviz loads in about 0.7 s: only when a fit is made
@@ -29,6 +28,7 @@ from ..privacy.noisy_stats import NoisyStats, check_distinct, warn_if_not_privat
 from ..runtime.cache import enable_compilation_cache
 from ..runtime.device import warn_if_slow_device
 from ..runtime.entry import public
+from ..runtime.keys import seed_key
 from ..samplers import SAMPLERS, Sampler, default_method
 from ..samplers import get as get_sampler
 from ..samplers.base import positive_int
@@ -177,10 +177,10 @@ def fit(
         )
     prefetch_arviz()
     warn_if_slow_device(sampler.name, sampler.kernel is not None and not sampler.kernel.vectorize, stacklevel=2)
-    res = sampler.run(st, pr, jax.random.key(seed), num_chains, num_samples, num_warmup, **options)
+    res = sampler.run(st, pr, seed_key(seed), num_chains, num_samples, num_warmup, **options)
     _check_finite(sampler.name, res.posterior)
     features = names[1:] if sampler.needs_intercept else names
-    idata = build_idata(res, st, pr, sampler, names, list(st.parties), features, jax.random.key(seed + 1))
+    idata = build_idata(res, st, pr, sampler, names, list(st.parties), features, seed_key(seed + 1))
     attrs = _fit_attrs(sampler, st, prior_obj, pr, names, seed, num_samples, num_chains)
     attrs.update(res.attrs)
     idata.posterior.attrs.update(attrs)

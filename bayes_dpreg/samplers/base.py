@@ -40,6 +40,7 @@ import numpy as np
 from jax import Array, lax
 
 from ..runtime.cache import compile_notice, fit_jit
+from ..runtime.keys import fold_in, split_keys
 from ..runtime.precision import require_x64
 from ..runtime.threads import lapack_guard, lapack_guarded
 from ..stats import StackedStats
@@ -258,12 +259,12 @@ def run_chains(
     total = num_warmup + num_samples * thin
     sizes = _chunks(total)
     keep_t = tuple(keep) if keep is not None else None
-    keys = jax.random.split(key, num_chains)
     bar = _progress(progress_bar, total * num_chains)
     batched = kernel.vectorize
     init = _compiled_init(kernel, settings, batched)
     advance = _compiled_advance(kernel, settings, sizes[0], batched, keep_t)
-    groups = [keys] if batched else list(keys)  # vmapped chains run together; NUTS chains one by one
+    # vmapped chains run together; NUTS chains one by one
+    groups = [split_keys(key, num_chains, stacked=True)] if batched else split_keys(key, num_chains)
     width = num_chains if batched else 1
     signature = (kernel, settings, sizes[0], batched, keep_t, _shapes(data), _shapes(pr))
     compiled = signature in _STARTED
@@ -391,8 +392,9 @@ def _advance_all(
 
 
 def _fold_in(key: Array, i: int) -> Array:
-    """``fold_in(key, i)`` for one chain's key, or for each of a vmapped group's keys."""
-    return jax.vmap(lambda k: jax.random.fold_in(k, i))(key) if key.ndim else jax.random.fold_in(key, i)
+    """``fold_in(key, i)`` for one chain's key, or for each of a vmapped group's keys (one program:
+    :func:`~bayes_dpreg.runtime.keys.fold_in`)."""
+    return fold_in(key, np.uint32(i))
 
 
 def _progress(enabled: bool, total: int) -> Any:

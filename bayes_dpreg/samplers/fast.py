@@ -3,12 +3,13 @@ and fixed ``sigma_y^2``."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Literal
 
 import jax
-import jax.numpy as jnp
 import numpy as np
+from jax import Array
 
 from ..model.closed_form import fast_posterior
 from ..model.prior import ResolvedPrior
@@ -37,6 +38,13 @@ def fast_sigma2(y_bound: float, rule: Literal["text", "code"] | float = "text") 
     return value
 
 
+@functools.partial(jax.jit, static_argnames="shape")
+def _fast_draws(key: Array, S: Array, z: Array, sz2: Array, s2: Array, m: Array, C: Array, shape: tuple) -> tuple:
+    """``shape`` exact draws of Bayes-fixedS-fast's posterior, its mean and covariance, in one program."""
+    post = fast_posterior(S, z, sz2, s2, m, C)
+    return post.sample(key, shape), post.mean, post.cov
+
+
 def run(
     st: StackedStats,
     pr: ResolvedPrior,
@@ -50,16 +58,14 @@ def run(
 ) -> MethodResult:
     del num_warmup, progress_bar  # exact draws: nothing to warm up or to wait for
     s2 = fast_sigma2(float(st.y_bound.max()), sigma2)
-    post = jax.jit(fast_posterior)(
-        jnp.asarray(st.S), jnp.asarray(st.z), jnp.asarray(st.sigma_z**2), s2, jnp.asarray(pr.m), jnp.asarray(pr.C)
-    )
-    theta = post.sample(key, (num_chains, num_samples))
+    args = [np.asarray(a, np.float64) for a in (st.S, st.z, st.sigma_z**2, s2, pr.m, pr.C)]  # not jnp: a program each
+    theta, mean, cov = _fast_draws(key, *args, shape=(num_chains, num_samples))
     attrs = {
         "sigma2_fixed": s2,
         "sigma2_rule": sigma2 if isinstance(sigma2, str) else "user",
         "exact_draws": 1,
-        "posterior_mean": np.asarray(post.mean).tolist(),
-        "posterior_cov": np.asarray(post.cov).ravel().tolist(),
+        "posterior_mean": np.asarray(mean).tolist(),
+        "posterior_cov": np.asarray(cov).ravel().tolist(),
     }
     return MethodResult({"theta": np.asarray(theta)}, attrs)
 

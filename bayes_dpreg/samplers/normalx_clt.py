@@ -318,15 +318,16 @@ def laplace(data: ModelData, pr: ResolvedPrior, ref: CLTReference, max_iter: int
     Its result is the same point to within the search's tolerances (NUTS's target does not depend
     on it: the frame is an affine change of variables)."""
     on_host = lambda kind: (
-        lambda x: tuple(np.asarray(a) for a in _frame_program(kind, pr.eta is not None)(jnp.asarray(x), data, pr, ref))
+        lambda x: tuple(np.asarray(a) for a in _frame_program(kind, pr.eta is not None)(x, data, pr, ref))
     )
     value_and_grad = on_host("value_and_grad")
-    x0 = np.asarray(frame_start(data, pr))
+    x0 = np.asarray(_frame_start_program()(data, pr))
     start = _bfgs(value_and_grad, x0, max_iter)
     mode, w, V = _newton(on_host("local"), value_and_grad, start)
     ok = bool(np.all(np.isfinite(w)) & np.all(np.isfinite(mode)))
     T = V / np.sqrt(w) if ok else np.eye(x0.shape[0], dtype=x0.dtype)
-    return ref._replace(mode=jnp.asarray(mode if ok else start), T=jnp.asarray(T))
+    put = lambda a: jax.device_put(np.asarray(a))  # not jnp.asarray: a program of its own
+    return ref._replace(mode=put(mode if ok else start), T=put(T))
 
 
 def _bfgs(value_and_grad: Callable[[np.ndarray], tuple], x0: np.ndarray, max_iter: int) -> np.ndarray:
@@ -364,6 +365,11 @@ def _frame_program(kind: str, prior_coordinates: bool) -> Callable:
     else:
         fun = lambda x, data, pr, ref: _local(lambda y: objective(y, data, pr, ref), x)
     return fit_jit(fun, key=("frame", kind, prior_coordinates))
+
+
+@functools.cache
+def _frame_start_program() -> Callable:
+    return fit_jit(frame_start, key=("frame_start",))  # one program, where run op by op it was seven
 
 
 def frame_start(data: ModelData, pr: ResolvedPrior) -> Array:
