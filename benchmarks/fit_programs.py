@@ -1,6 +1,6 @@
 """The programs a default ``fit`` traces and loads (or compiles) in a new process, and the seconds JAX
-reports spending on them: ``python -m benchmarks.fit_programs`` (d = 5, J = 5, n_j = 500, the no-hang
-test's parties; one fit). Run it twice: the second run finds the persistent compilation cache
+reports spending on them: ``python -m benchmarks.fit_programs`` (d = 5, J = 5: :mod:`benchmarks.speed`'s
+release of the paper's simulation; one fit). Run it twice: the second run finds the persistent compilation cache
 filled. Prints the fit's wall time, the number of programs JAX compiled or loaded from the cache
 (its ``backend_compile_duration`` events) with their total seconds, the seconds of cache retrieval,
 and the programs' names (``jax_log_compiles``)."""
@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import collections
 import logging
-import sys
 import time
 import warnings
-from pathlib import Path
 
 
 def main() -> None:
     warnings.simplefilter("ignore")
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     import jax
-    from entry_points import parties
 
     import bayes_dpreg as bd
+    from benchmarks.speed import releases
 
-    stats = parties()
+    stats = releases("normalx-clt", 5, 5, 1)
     seconds: dict[str, float] = collections.defaultdict(float)
     counts: dict[str, int] = collections.defaultdict(int)
 
