@@ -14,6 +14,16 @@ def test_seed_key_is_jax_random_key(seed):
         assert jax.random.key_impl(seed_key(seed)) == jax.random.key_impl(jax.random.key(seed))
 
 
+def test_seed_key_leaves_other_seeds_to_jax():
+    with jax.enable_x64(True):
+        assert np.array_equal(jax.random.key_data(seed_key(np.int64(5))), jax.random.key_data(jax.random.key(5)))
+        for bad in (1.5, "3"):
+            with pytest.raises(TypeError):
+                jax.random.key(bad)  # JAX refuses it: so must seed_key
+            with pytest.raises(TypeError):
+                seed_key(bad)
+
+
 def test_seed_key_without_64_bit_integers_is_jax_random_key():
     with jax.enable_x64(False):
         for seed in (0, 5, 2**31 - 1):

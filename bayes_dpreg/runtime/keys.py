@@ -22,16 +22,17 @@ _THREEFRY = "threefry2x32"
 
 def seed_key(seed: int) -> Any:
     """``jax.random.key(seed)``, built on the host under JAX's default implementation with 64-bit
-    integers on (as in a fit); elsewhere, and for a seed outside 64 bits, by ``jax.random.key``
-    itself, which also raises its errors."""
+    integers on (as in a fit); elsewhere, and for anything but an integer within 64 bits, by
+    ``jax.random.key`` itself, which also raises its errors."""
     import jax
     import numpy as np
 
-    seed = int(seed)
     config: Any = jax.config
     host = str(config.jax_default_prng_impl) == _THREEFRY and bool(config.jax_enable_x64)
-    if not host or not -(2**63) <= seed < 2**63:
-        return jax.random.key(seed)
+    integer = isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)
+    if not (host and integer and -(2**63) <= int(seed) < 2**63):
+        return jax.random.key(seed)  # its own result, or its own error (a float seed, say)
+    seed = int(seed)
     bits = seed & (2**64 - 1)  # two's complement, as the seed's conversion to a 64-bit integer
     data: Any = np.array([bits >> 32, bits & (2**32 - 1)], np.uint32)
     return jax.random.wrap_key_data(data, impl=_THREEFRY)
