@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 from jax.scipy.linalg import cho_solve, solve_triangular
+from jax.typing import ArrayLike
 
 __all__ = [
     "nearest_psd",
@@ -26,7 +27,7 @@ def symmetrize(A: Array) -> Array:
     return 0.5 * (A + jnp.swapaxes(A, -1, -2))
 
 
-def nearest_psd(A: Array) -> Array:
+def nearest_psd(A: ArrayLike) -> Array:
     """Nearest symmetric positive semi-definite matrix in Frobenius norm (Higham 1988).
 
     For symmetric ``A = E D E^T``, the minimiser is ``E max(D, 0) E^T``
@@ -36,10 +37,10 @@ def nearest_psd(A: Array) -> Array:
 
 
 @jax.jit  # one program where it is called eagerly (a fit's predictive groups), not ten
-def nearest_psd_and_min_eig(A: Array) -> tuple[Array, Array]:
+def nearest_psd_and_min_eig(A: ArrayLike) -> tuple[Array, Array]:
     """:func:`nearest_psd` and the smallest eigenvalue of the symmetrised ``A`` (negative
     where the projection changed it), from one eigendecomposition."""
-    w, E = jnp.linalg.eigh(symmetrize(A))
+    w, E = jnp.linalg.eigh(symmetrize(jnp.asarray(A)))
     return symmetrize((E * jnp.maximum(w, 0.0)[..., None, :]) @ jnp.swapaxes(E, -1, -2)), w[..., 0]
 
 

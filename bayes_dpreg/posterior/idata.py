@@ -145,8 +145,7 @@ def _predictive_groups(
     chains, draws = theta.shape[:2]
     N = chains * draws
     s2 = np.full(N, sigma2_fixed) if "sigma2" not in post else _flat(post["sigma2"], 2)
-    S_np: Any = np.asarray(st.S)  # a NumPy argument: jnp.asarray would be a program of its own
-    S_hat = np.asarray(nearest_psd(S_np))
+    S_hat = np.asarray(nearest_psd(np.asarray(st.S)))  # NumPy in: jnp.asarray would be a program of its own
     S = S_hat  # one S for every draw (J d^2 numbers: (N, J, d, d) would be 5 GB at d = 50, J = 100)
     if "S" in latent and np.shape(latent["S"])[-1] == theta.shape[-1]:
         S = np.concatenate([_flat(latent["S"], 2), np.broadcast_to(S_hat, (PRIOR_DRAWS,) + S_hat.shape)])
@@ -157,7 +156,7 @@ def _predictive_groups(
     if S.ndim == 4:
         per_draw.append(S)
     ll, rep = _chunked(
-        lambda i, th, s2_, *S_i: _predictive(th, s2_, S_i[0] if S_i else S, z, sigma_z, fold_in(k_post, np.uint32(i))),
+        lambda i, th, s2_, *S_i: _predictive(th, s2_, S_i[0] if S_i else S, z, sigma_z, fold_in(k_post, i)),
         per_draw,
     )
     prior = {"theta": theta_pr[None]}

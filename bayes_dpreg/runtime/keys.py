@@ -62,10 +62,12 @@ def _split_data(num: int) -> Any:
     return jax.jit(lambda key: jax.random.key_data(jax.random.split(key, num)))
 
 
-def fold_in(key: Any, i: Any) -> Any:
+def fold_in(key: Any, i: int) -> Any:
     """``jax.random.fold_in(key, i)`` for a key, or for each key of a key array, in one compiled
-    program (``i``: a ``uint32``, so that every ``i`` shares it)."""
-    return _fold_in_program()(key, i)
+    program (``i`` passed as a ``uint32`` array, so that every ``i`` shares it)."""
+    import numpy as np
+
+    return _fold_in_program()(key, np.uint32(i))
 
 
 @functools.cache

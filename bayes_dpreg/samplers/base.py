@@ -283,7 +283,7 @@ def run_chains(
     for r in range(extend):
         if more is None or not more(draws):
             break
-        keys_r = [_fold_in(k, EXTEND_STREAM + r) for k in groups]
+        keys_r = [fold_in(k, EXTEND_STREAM + r) for k in groups]
         runs = _advance_groups(advance, None, states, data, pr, keys_r, extra, bar, width, workers)
         states = [state for state, _ in runs]
         outs = [
@@ -384,17 +384,11 @@ def _advance_all(
     ``i`` into the group's key), appended to ``parts``."""
     parts = list(parts or [])
     for i, size in enumerate(sizes, start):
-        state, out = advance(state, data, pr, _fold_in(key, i))
+        state, out = advance(state, data, pr, fold_in(key, i))
         parts.append(jax.tree.map(np.asarray, out))
         if bar is not None:
             bar.update(size * width)
     return state, parts
-
-
-def _fold_in(key: Array, i: int) -> Array:
-    """``fold_in(key, i)`` for one chain's key, or for each of a vmapped group's keys (one program:
-    :func:`~bayes_dpreg.runtime.keys.fold_in`)."""
-    return fold_in(key, np.uint32(i))
 
 
 def _progress(enabled: bool, total: int) -> Any:
