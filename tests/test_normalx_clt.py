@@ -70,6 +70,31 @@ def test_clt_likelihood_gradient_matches_finite_differences_near_repeated_eigenv
         assert abs(float(g[i, k] + g[k, i]) - float(fd)) < 1e-5 * max(1.0, abs(float(fd)))
 
 
+@pytest.mark.parametrize("d, parties", [(3, 2), (6, 4)])
+def test_clt_likelihood_closed_form_derivative_is_reverse_mode_of_its_value(d, parties):
+    """The ``custom_jvp`` (:func:`clt.clt_log_lik_grads`) against JAX's reverse mode of the same
+    value (``_clt_terms``), for every argument, and its Hessian-vector product (forward over reverse,
+    as the Laplace frame takes it) against JAX's."""
+    rng = np.random.default_rng(d)
+    A = rng.normal(size=(d, d))
+    St = clt.sigma_tilde(jnp.asarray(A @ A.T + np.eye(d)), jnp.asarray(rng.normal(size=d)), jnp.asarray(0.7))
+    n = jnp.asarray(rng.uniform(50, 150, parties))
+    s2 = jnp.asarray(rng.uniform(1, 5, parties))
+    W = n[:, None, None] * St + 3 * rng.normal(size=(parties, d + 1, d + 1))
+    W = ((W + jnp.swapaxes(W, -1, -2)) / 2).at[:, d, d].set(0.0)
+    args = (St, W, n, s2)
+    autodiff = lambda *a: clt._clt_terms(*a).value
+    sym = lambda g: (g + jnp.swapaxes(g, -1, -2)) / 2 if g.ndim >= 2 else g
+    assert float(clt.clt_log_lik(*args)) == float(autodiff(*args))
+    for i in range(4):
+        ours, theirs = (sym(jax.grad(f, argnums=i)(*args)) for f in (clt.clt_log_lik, autodiff))
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12 * float(jnp.abs(theirs).max()))
+    E = jnp.asarray(rng.normal(size=(d + 1, d + 1)))
+    hvp = lambda f: sym(jax.jvp(lambda S: jax.grad(f)(S, W, n, s2), (St,), (E + E.T,))[1])
+    ours, theirs = hvp(clt.clt_log_lik), hvp(autodiff)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-11 * float(jnp.abs(theirs).max()))
+
+
 def test_augmented_noise_is_the_orthogonal_ensemble():
     sS, sz = jnp.array([1.0, 2.0]), jnp.array([1.5, 1.0])
     data = ModelData(jnp.zeros((J, D, D)), jnp.zeros((J, D)), jnp.ones(J), sS, sz, jnp.asarray(1.0))

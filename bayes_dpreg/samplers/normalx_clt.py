@@ -76,6 +76,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array, lax
+from jax.custom_derivatives import SymbolicZero
 
 from ..model.densities import ModelData, model_data, prior_dist, sigma2_of, sigma2_start
 from ..model.linalg import from_log_cholesky, log_cholesky, pooled_covariance, spd_inverse, symmetrize
@@ -91,6 +92,7 @@ __all__ = [
     "CLTData",
     "prepare",
     "clt_log_lik",
+    "clt_log_lik_grads",
     "augment",
     "reference",
     "sigma_tilde",
@@ -120,13 +122,32 @@ class CLTReference(NamedTuple):
     T: Array  # (k, k) T T^T = the inverse Hessian there: z = mode + T x (I before laplace)
 
 
+@jax.custom_jvp
 def clt_log_lik(Sigma_t: Array, W: Array, n: Array, s2: Array) -> Array:
     """``sum_j log N(W~_j)`` of the module docstring: ``W~_j`` (J, d+1, d+1) the released
     ``[[S~_j, z~_j], [z~_j^T, .]]`` with GOE noise of off-diagonal variance ``s2_j`` (the last
     diagonal entry, unreleased, is integrated out), ``W_j ~ N(n_j Sigma~, n_j (I + K)(Sigma~ x
-    Sigma~))``. Constants dropped."""
+    Sigma~))``. Constants dropped. Its derivative is :func:`clt_log_lik_grads`' closed form (a
+    ``custom_jvp``): a value and gradient take three ``J``-batched ``(d + 1)``-square products where
+    reverse mode of the value takes six (``docs/results/speed/gradient_cost.md``)."""
+    return _clt_terms(Sigma_t, W, n, s2).value
+
+
+class _CLTTerms(NamedTuple):
+    """The likelihood and what its derivative reuses (module docstring's notation, per party)."""
+
+    value: Array  # ()
+    lam: Array  # (m,) eigenvalues of Sigma~
+    U: Array  # (m, m) its eigenvectors
+    Yr: Array  # (J, m, m) U^T Y_j U
+    K: Array  # (J, m, m) 1 / t_j
+    c: Array  # (J,) B_j / P_j
+    P: Array  # (J,)
+
+
+def _clt_terms(Sigma_t: Array, W: Array, n: Array, s2: Array) -> _CLTTerms:
     last = Sigma_t.shape[-1] - 1
-    lam, U = jnp.linalg.eigh(Sigma_t)  # derivative exact away from repeated eigenvalues (tested)
+    lam, U = jnp.linalg.eigh(Sigma_t)
     Y = W - n[:, None, None] * Sigma_t
     Y = Y.at[:, last, last].set(0.0)
     Yr = _rotate(Y, U)
@@ -138,7 +159,73 @@ def clt_log_lik(Sigma_t: Array, W: Array, n: Array, s2: Array) -> Array:
     P = 0.5 * jnp.einsum("a,jab,b->j", q**2, K, q**2)
     log_t = jnp.log(t)
     log_det = 0.5 * (log_t.sum((-2, -1)) + jnp.diagonal(log_t, axis1=-2, axis2=-1).sum(-1))
-    return (-0.5 * (A - B**2 / P) - 0.5 * jnp.log(P) - 0.5 * log_det).sum()
+    value = (-0.5 * (A - B**2 / P) - 0.5 * jnp.log(P) - 0.5 * log_det).sum()
+    return _CLTTerms(value, lam, U, Yr, K, B / P, P)
+
+
+def clt_log_lik_grads(Sigma_t: Array, W: Array, n: Array, s2: Array) -> tuple[Array, dict[str, Callable[[], Array]]]:
+    r"""``(value, grads)``: :func:`clt_log_lik` and its gradients with respect to each argument
+    (``grads[name]()``, each computed on request: only ``Sigma_t``'s is cheap, ``O(J d^3)`` with one
+    batched product). With ``R_j = Y~_j - c_j q q^T`` (``Y~_j = U^T Y_j U``, ``c_j = B_j / P_j``):
+
+    .. math::
+        \frac{\partial \ell}{\partial \tilde Y_j} = -\tfrac12 K_j \circ R_j =: G_j, \qquad
+        \frac{\partial \ell}{\partial t_j} = \tfrac14 K_j^2 \circ \big(R_j^2 + (q q^T)^2 / P_j\big)
+        - \tfrac14 K_j \circ (1 + I) =: H_j,
+
+    ``dl/dq = sum_j c_j (K_j o Y~_j) q - (c_j^2 + 1 / P_j) q o (K_j q^2)``, ``dl/dlambda = 2 sum_j
+    n_j H_j lambda``; since ``Y_j U = U Y~_j`` the eigenvectors' part is ``U^T dl/dU = 2 sum_j Y~_j
+    G_j + q (dl/dq)^T =: M``, and the eigendecomposition's adjoint (that of ``jnp.linalg.eigh``)
+    gives
+
+    .. math::
+        \frac{\partial \ell}{\partial \tilde\Sigma} = \mathrm{sym}\big(U (F \circ M +
+        \mathrm{diag}(\partial\ell/\partial\lambda)) U^T\big) - U \Big(\sum_j n_j G_j\Big) U^T,
+        \quad F_{ab} = \frac{[a \ne b]}{\lambda_b - \lambda_a},
+
+    the last term with its last diagonal entry set to 0 (the unreleased entry does not depend on
+    ``Sigma~``)."""
+    T = _clt_terms(Sigma_t, W, n, s2)
+    lam, U, Yr, K, c, P = T.lam, T.U, T.Yr, T.K, T.c, T.P
+    J, m, _ = Yr.shape
+    q = U[m - 1]
+    qq = q[:, None] * q[None, :]
+    R = Yr - c[:, None, None] * qq
+    G = -0.5 * K * R
+    H = 0.25 * K**2 * (R**2 + qq**2 / P[:, None, None]) - 0.25 * K * (1.0 + jnp.eye(m, dtype=K.dtype))
+    not_last = jnp.ones((m, m), K.dtype).at[m - 1, m - 1].set(0.0)
+
+    def d_sigma() -> Array:
+        Kq2 = K @ q**2  # (J, m)
+        dq = (c[:, None] * ((K * Yr) @ q) - (c**2 + 1.0 / P)[:, None] * q * Kq2).sum(0)
+        dlam = 2.0 * jnp.einsum("j,jab,b->a", n, H, lam)
+        M = 2.0 * (Yr.reshape(J * m, m).T @ G.reshape(J * m, m)) + jnp.outer(q, dq)  # Y~_j symmetric
+        F = 1.0 / (jnp.eye(m, dtype=lam.dtype) + lam[None, :] - lam[:, None]) - jnp.eye(m, dtype=lam.dtype)
+        eig = U @ (F * M + jnp.diag(dlam)) @ U.T
+        return symmetrize(eig) - (U @ jnp.tensordot(n, G, 1) @ U.T) * not_last
+
+    def d_W() -> Array:
+        return _rotate(G, U.T) * not_last
+
+    def d_n() -> Array:
+        Sigma_r = jnp.diag(lam) - Sigma_t[m - 1, m - 1] * qq  # U^T Sigma~ U less the unreleased entry
+        return jnp.einsum("jab,a,b->j", H, lam, lam) - jnp.einsum("jab,ab->j", G, Sigma_r)
+
+    grads = {"Sigma_t": d_sigma, "W": d_W, "n": d_n, "s2": lambda: H.sum((-2, -1))}
+    return T.value, grads
+
+
+def _clt_log_lik_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
+    value, grads = clt_log_lik_grads(*primals)
+    names = ("Sigma_t", "W", "n", "s2")
+    out = jnp.zeros_like(value)
+    for name, dx in zip(names, tangents, strict=True):
+        if not isinstance(dx, SymbolicZero):
+            out = out + jnp.vdot(grads[name](), dx)
+    return value, out
+
+
+clt_log_lik.defjvp(_clt_log_lik_jvp, symbolic_zeros=True)
 
 
 def _rotate(Y: Array, U: Array) -> Array:
