@@ -85,14 +85,20 @@ def test_clt_likelihood_closed_form_derivative_is_reverse_mode_of_its_value(d, p
     args = (St, W, n, s2)
     autodiff = lambda *a: clt._clt_terms(*a).value
     sym = lambda g: (g + jnp.swapaxes(g, -1, -2)) / 2 if g.ndim >= 2 else g
-    assert float(clt.clt_log_lik(*args)) == float(autodiff(*args))
-    for i in range(4):
-        ours, theirs = (sym(jax.grad(f, argnums=i)(*args)) for f in (clt.clt_log_lik, autodiff))
-        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12 * float(jnp.abs(theirs).max()))
     E = jnp.asarray(rng.normal(size=(d + 1, d + 1)))
-    hvp = lambda f: sym(jax.jvp(lambda S: jax.grad(f)(S, W, n, s2), (St,), (E + E.T,))[1])
-    ours, theirs = hvp(clt.clt_log_lik), hvp(autodiff)
-    np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-11 * float(jnp.abs(theirs).max()))
+
+    def derivatives(f):  # compiled: op by op, each operation of the derivatives compiled a program of its own
+        def run(St, W, n, s2):
+            hvp = jax.jvp(lambda S: jax.grad(f)(S, W, n, s2), (St,), (E + E.T,))[1]
+            return f(St, W, n, s2), jax.grad(f, argnums=(0, 1, 2, 3))(St, W, n, s2), hvp
+
+        return jax.jit(run)(*args)
+
+    (v1, g1, h1), (v2, g2, h2) = derivatives(clt.clt_log_lik), derivatives(autodiff)
+    np.testing.assert_allclose(float(v1), float(v2), rtol=1e-12)
+    for ours, theirs in zip(g1 + (h1,), g2 + (h2,), strict=True):
+        ours, theirs = sym(ours), sym(theirs)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-11 * float(jnp.abs(theirs).max()))
 
 
 def test_augmented_noise_is_the_orthogonal_ensemble():
