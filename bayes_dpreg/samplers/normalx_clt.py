@@ -129,7 +129,7 @@ def clt_log_lik(Sigma_t: Array, W: Array, n: Array, s2: Array) -> Array:
     diagonal entry, unreleased, is integrated out), ``W_j ~ N(n_j Sigma~, n_j (I + K)(Sigma~ x
     Sigma~))``. Constants dropped. Its derivative is :func:`clt_log_lik_grads`' closed form (a
     ``custom_jvp``): a value and gradient take three ``J``-batched ``(d + 1)``-square products where
-    reverse mode of the value takes six (``docs/results/speed/gradient_cost.md``)."""
+    reverse mode of the value takes six (``docs/results/speed/clt_gradient.md``)."""
     return _clt_terms(Sigma_t, W, n, s2).value
 
 
@@ -200,6 +200,7 @@ def clt_log_lik_grads(Sigma_t: Array, W: Array, n: Array, s2: Array) -> tuple[Ar
         dq = (c[:, None] * ((K * Yr) @ q) - (c**2 + 1.0 / P)[:, None] * q * Kq2).sum(0)
         dlam = 2.0 * jnp.einsum("j,jab,b->a", n, H, lam)
         M = 2.0 * (Yr.reshape(J * m, m).T @ G.reshape(J * m, m)) + jnp.outer(q, dq)  # Y~_j symmetric
+        # exact away from repeated eigenvalues (tested near them against finite differences)
         F = 1.0 / (jnp.eye(m, dtype=lam.dtype) + lam[None, :] - lam[:, None]) - jnp.eye(m, dtype=lam.dtype)
         eig = U @ (F * M + jnp.diag(dlam)) @ U.T
         return symmetrize(eig) - (U @ jnp.tensordot(n, G, 1) @ U.T) * not_last
