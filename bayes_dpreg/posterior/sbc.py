@@ -15,6 +15,7 @@ calibrated (``bayes_dpreg.samplers``).
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -94,6 +95,18 @@ def simulate_intercept_from_prior(
     return params, data
 
 
+@functools.partial(jax.jit, static_argnums=(5, 6))
+def _simulate(
+    keys: Array, pr: ResolvedPrior, n: Array, sigma_S: Array, sigma_z: Array, intercept: bool, fixed_S: bool
+) -> tuple[dict, ModelData]:
+    """One replication a key, from the prior: a program compiled once per shape, not once per call."""
+    if intercept:
+        one = lambda k: simulate_intercept_from_prior(k, pr, n, sigma_S, sigma_z)
+    else:
+        one = lambda k: simulate_from_prior(k, pr, n, sigma_S, sigma_z, fixed_S=fixed_S)
+    return jax.vmap(one)(keys)
+
+
 def _summaries(z: dict) -> dict[str, Array]:
     """The scalar quantities whose ranks are tested."""
     out = {f"theta[{i}]": z["theta"][i] for i in range(z["theta"].shape[0])}
@@ -157,13 +170,12 @@ def sbc(
     sz = jnp.full(J, sigma_z, jnp.float64)
     k_sim, k_run = jax.random.split(key)
     if sampler.needs_intercept:
-        one = lambda k: simulate_intercept_from_prior(k, pr, n_arr, sS, sz)
         keep: tuple[str, ...] = ("theta", "sigma2", "Sigma_x", "mu_x")
     else:
-        one = lambda k: simulate_from_prior(k, pr, n_arr, sS, sz, fixed_S=sampler.sbc_exact_S)
         keep = ("theta", "sigma2") if sampler.sbc_exact_S else ("theta", "sigma2", "Sigma_x")
         keep += () if sampler.sbc_exact_S or sampler.integrates_S else ("S",)
-    params, data = jax.jit(jax.vmap(one))(jax.random.split(k_sim, replications))
+    keys = jax.random.split(k_sim, replications)
+    params, data = _simulate(keys, pr, n_arr, sS, sz, sampler.needs_intercept, sampler.sbc_exact_S)
     prs = jax.tree.map(lambda a: jnp.broadcast_to(jnp.asarray(a), (replications,) + jnp.shape(a)), pr)
     if batch is None:
         batch = CPU_BATCH if jax.default_backend() == "cpu" else replications

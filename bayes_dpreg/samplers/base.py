@@ -404,24 +404,31 @@ def _compiled_batch(
     kernel: ChainKernel, settings: Any, num_chains: int, num_warmup: int, num_draws: int, thin: int, keep: tuple
 ) -> Callable:
     def one_chain(key, data, pr):
+        # one site of kernel.step (an outer step is one warm-up iteration or `thin` iterations and a kept
+        # draw): the kernel traced and compiled once, not once for the warm-up and once for the draws
         state = _varying(kernel.init(key, data, pr, settings), key)
-        state = lax.fori_loop(0, num_warmup, lambda i, s: kernel.step(s, data, pr, settings), state)
         k_draws = jax.random.fold_in(key, 1)
+        keys = jax.random.split(k_draws, num_draws)
         draws = _kept(kernel.draws(state, data, pr, k_draws), keep)
         zero = _varying({n: jnp.zeros_like(v) for n, v in draws.items()}, key)
 
-        def inner(i, c):
-            s, total, k = c
-            s = kernel.step(s, data, pr, settings)
-            out = _kept(kernel.draws(s, data, pr, jax.random.fold_in(k, i)), keep)
-            return s, jax.tree.map(jnp.add, total, out), k
+        def outer(c, xs):
+            o, k = xs
+            kept = o >= num_warmup
 
-        def outer(c, k):
-            s, total = c
-            s, total, _ = lax.fori_loop(0, thin, inner, (s, total, k))
+            def inner(i, c):
+                s, total = c
+                s = kernel.step(s, data, pr, settings)
+                out = _kept(kernel.draws(s, data, pr, jax.random.fold_in(k, i)), keep)
+                return s, jax.tree.map(lambda t, x: jnp.where(kept, t + x, t), total, out)
+
+            s, total = lax.fori_loop(0, jnp.where(kept, thin, 1), inner, c)
             return (s, total), (_kept(kernel.draws(s, data, pr, jax.random.fold_in(k, thin)), keep), kernel.info(s))
 
-        (_, total), out = lax.scan(outer, (state, zero), jax.random.split(k_draws, num_draws))
+        warm = jnp.broadcast_to(keys[:1], (num_warmup,) + keys.shape[1:])  # unused: no draw is kept
+        steps = (jnp.arange(num_warmup + num_draws), jnp.concatenate([warm, keys]))
+        (_, total), out = lax.scan(outer, (state, zero), steps)
+        out = jax.tree.map(lambda a: a[num_warmup:], out)
         return out + (jax.tree.map(lambda a: a / (num_draws * thin), total),)
 
     def replications(keys, data, pr):
