@@ -226,6 +226,31 @@ def test_laplace_frame_where_the_release_does_not_resolve_sigma2():
         assert 0.3 < float(jnp.linalg.norm(ref.T[-1])) < 3.0  # about the prior's sd of log sigma2 (1 for a = 1)
 
 
+@pytest.mark.parametrize("family", ["lkj", "iw"])
+def test_the_frames_hessian_by_differences_is_the_exact_one(family):
+    """``_local``'s Hessian (forward differences of the compiled gradient) against JAX's exact Hessian of
+    the same objective, at the search's start and at the mode the frame centres on: eigenvalues (the
+    frame's scales) to 1e-4 relative, eigenvectors' subspaces to 1e-3. A wrong step or index fails it."""
+    data = _data(1)
+    hyper = dict(kappa=D + 2.0) if family == "iw" else dict(Sigma_x_prior="lkj")
+    pr = Prior(C=1.0, a=3.0, b=0.5, Lambda=1.0, **hyper).resolve(D)
+    with jax.enable_x64(True):
+        ref = clt.prepare(data, pr, None).ref
+        neg = clt.frame_objective(data, pr, ref, pr.eta is not None)[0]
+        program = clt._frame_program("value_and_grad", pr.eta is not None)
+        value_and_grad = lambda x: tuple(np.asarray(a) for a in program(x, data, pr, ref))
+        hessian = jax.jit(jax.hessian(neg))
+        for x in (np.asarray(clt.frame_start(data, pr)), np.asarray(ref.mode)):
+            w, V = clt._local(value_and_grad, x)[2:]
+            H = np.asarray(hessian(jnp.asarray(x)))
+            exact = np.maximum(np.abs(np.linalg.eigvalsh(H)), clt.CURVATURE_FLOOR)
+            np.testing.assert_allclose(np.sort(w), np.sort(exact), rtol=1e-4)
+            approx = (V * w) @ V.T
+            w_h, V_h = np.linalg.eigh(H)
+            np.testing.assert_allclose(approx, (V_h * np.maximum(np.abs(w_h), clt.CURVATURE_FLOOR)) @ V_h.T,
+                                       rtol=1e-3, atol=1e-3 * np.abs(H).max())
+
+
 def test_augmentation_does_not_depend_on_the_program_that_computes_it():
     data = _data(2)
     opts = (None, {"xla_backend_optimization_level": 1})
