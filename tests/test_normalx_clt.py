@@ -237,8 +237,7 @@ def test_the_frames_hessian_by_differences_is_the_exact_one(family):
     with jax.enable_x64(True):
         ref = clt.prepare(data, pr, None).ref
         neg = clt.frame_objective(data, pr, ref, pr.eta is not None)[0]
-        program = clt._frame_program("value_and_grad", pr.eta is not None)
-        value_and_grad = lambda x: tuple(np.asarray(a) for a in program(x, data, pr, ref))
+        value_and_grad = clt.frame_value_and_grad(data, pr, ref)
         hessian = jax.jit(jax.hessian(neg))
         for x in (np.asarray(clt.frame_start(data, pr)), np.asarray(ref.mode)):
             w, V = clt._local(value_and_grad, x)[2:]

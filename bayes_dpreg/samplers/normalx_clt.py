@@ -406,13 +406,10 @@ def laplace(data: ModelData, pr: ResolvedPrior, ref: CLTReference, max_iter: int
     program takes about 1.7 s (a compiled Hessian took 3.6 s more).
     Its result is the same point to within the search's tolerances (NUTS's target does not depend
     on it: the frame is an affine change of variables)."""
-    on_host = lambda kind: (
-        lambda x: tuple(np.asarray(a) for a in _frame_program(kind, pr.eta is not None)(x, data, pr, ref))
-    )
-    value_and_grad = on_host("value_and_grad")
+    value_and_grad = frame_value_and_grad(data, pr, ref)
     x0 = np.asarray(_frame_start_program()(data, pr))
     start = _bfgs(value_and_grad, x0, max_iter)
-    mode, w, V = _newton(lambda x: _local(value_and_grad, x), value_and_grad, start)
+    mode, w, V = _newton(value_and_grad, start)
     ok = bool(np.all(np.isfinite(w)) & np.all(np.isfinite(mode)))
     T = V / np.sqrt(w) if ok else np.eye(x0.shape[0], dtype=x0.dtype)
     put = lambda a: jax.device_put(np.asarray(a))  # not jnp.asarray: a program of its own
@@ -440,17 +437,28 @@ def _bfgs(value_and_grad: Callable[[np.ndarray], tuple], x0: np.ndarray, max_ite
     return x if ok else x0
 
 
+def frame_value_and_grad(
+    data: ModelData, pr: ResolvedPrior, ref: CLTReference
+) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """The frame's objective (:func:`frame_objective`) and its gradient at a point ``x`` on the host,
+    by one compiled program (:func:`_frame_program`), as :func:`laplace`'s search calls them."""
+    program = _frame_program(pr.eta is not None)
+
+    def value_and_grad(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        f, g = program(x, data, pr, ref)
+        return np.asarray(f), np.asarray(g)
+
+    return value_and_grad
+
+
 @functools.cache
-def _frame_program(kind: str, prior_coordinates: bool) -> Callable:
-    """A compiled function of ``(x, data, pr, ref)``: ``kind`` ``"value_and_grad"``, the frame's
-    objective (:func:`frame_objective`) and its gradient."""
-    if kind != "value_and_grad":
-        raise ValueError(f"unknown frame program {kind!r}")
+def _frame_program(prior_coordinates: bool) -> Callable:
+    """A compiled function of ``(x, data, pr, ref)``: the frame's objective and its gradient."""
 
     def objective(x: Array, data: ModelData, pr: ResolvedPrior, ref: CLTReference) -> Array:
         return frame_objective(data, pr, ref, prior_coordinates)[0](x)
 
-    return fit_jit(jax.value_and_grad(objective), key=("frame", kind, prior_coordinates))
+    return fit_jit(jax.value_and_grad(objective), key=("frame", "value_and_grad", prior_coordinates))
 
 
 @functools.cache
@@ -520,9 +528,7 @@ def _local(
     return float(f), g, np.maximum(np.abs(w), CURVATURE_FLOOR), V
 
 
-def _newton(
-    local: Callable[[np.ndarray], tuple], value_and_grad: Callable[[np.ndarray], tuple], x: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _newton(value_and_grad: Callable[[np.ndarray], tuple], x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Saddle-free Newton steps ``-V diag(1/w) V^T grad`` (:func:`_local`) from ``x``, each
     the first of 1, 1/2, 1/4, 1/8 times it that lowers ``neg``, until the step is shorter than
     :data:`NEWTON_TOL` posterior sds (its norm in the frame ``x = V diag(w)^(-1/2) u``), no
@@ -530,10 +536,10 @@ def _newton(
     BFGS can stop far from the mode where the log-density is large (jax.scipy's did, its line search
     loses precision: at d = 20, J = 100 it stopped 15 sds away, with a negative curvature, and
     NUTS's first 100 iterations took 85 s); where it converged, this costs the one Hessian the
-    frame needs anyway. ``local(x)``: :func:`_local` at ``x``; ``value_and_grad(x)``: the
-    objective's, for the line search."""
+    frame needs anyway. ``value_and_grad(x)``: the objective's
+    (:func:`frame_value_and_grad`), for the curvature (:func:`_local`) and the line search."""
     for i in range(NEWTON_STEPS + 1):
-        f, g, w, V = local(x)
+        f, g, w, V = _local(value_and_grad, x)
         u = V.T @ g
         if i == NEWTON_STEPS or not np.sqrt(np.sum(u**2 / w)) > NEWTON_TOL:
             break
