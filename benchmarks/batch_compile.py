@@ -59,6 +59,7 @@ def measure(method: str) -> tuple[float, float, float, str]:
     settings, _ = sampler.settings({}, int(pr.m.shape[0]), 50)
     reps = 8
     keys = jax.random.split(jax.random.key(3), reps)
+    # the simulation as sbc wrote it before 0adbac2 (not sbc._simulate), so that the script runs on commits before it
     if sampler.needs_intercept:
         one = lambda k: sbc_mod.simulate_intercept_from_prior(k, pr, n, sig, sig)
     else:
