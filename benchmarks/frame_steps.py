@@ -1,0 +1,100 @@
+"""How well the default's Laplace frame whitens its target, by size: the NUTS steps it leaves.
+
+    python -m benchmarks.frame_steps --sizes 20x20 50x20 --warmup 250
+
+``benchmarks.gradient_cost`` projects a fit from one gradient's cost and the steps NUTS takes on
+an exact standard normal of the target's dimension; that holds where the frame
+(:func:`bayes_dpreg.samplers.normalx_clt.laplace`: ``z = mode + T x``, ``T = V diag(w)^(-1/2)`` from the
+Hessian ``V diag(w) V^T`` at the mode, ``w`` floored at ``CURVATURE_FLOOR``) makes the posterior of ``x``
+near ``N(0, I)``. For each ``d x J`` (the paper's simulation as :mod:`benchmarks.speed` releases it):
+the frame's search time, how many curvatures ``w`` sit at the floor and their quantiles, then one
+NumPyro NUTS chain on the default's target in that frame (its target acceptance, a dispersed start
+``x ~ N(0, I)`` as :func:`~bayes_dpreg.samplers.normalx_clt.init`), ``--warmup`` iterations: the
+mean leapfrog steps of the last 50 and the step size at the end, against the standard normal's
+steps (:func:`benchmarks.gradient_cost.nuts_steps`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+
+
+def frame_row(d: int, J: int, warmup: int) -> dict:
+    import jax
+    from numpyro.infer import MCMC, NUTS
+
+    from bayes_dpreg.samplers import normalx_clt as clt
+    from benchmarks.gradient_cost import nuts_steps
+    from benchmarks.speed import prepared, releases
+
+    sampler, st, pr = prepared("normalx-clt", releases("normalx-clt", d, J, 1))
+    data = sampler.data(st)
+    ref = clt._reference_program()(data, pr)
+    value_and_grad = clt.frame_value_and_grad(data, pr, ref)  # laplace's search, for its curvatures w
+    _, w, _ = clt._newton(
+        value_and_grad, clt._bfgs(value_and_grad, np.asarray(clt._frame_start_program()(data, pr)), 200)
+    )
+    start = time.perf_counter()
+    ref = clt.laplace(data, pr, ref)  # the same search, as fit runs it (its programs compiled by now)
+    search = time.perf_counter() - start
+    k = ref.T.shape[0]
+    accept = clt.target_accept(d)
+    kernel = NUTS(potential_fn=lambda x: -clt.white_log_density(x, data, pr, ref), target_accept_prob=accept)
+    mcmc = MCMC(kernel, num_warmup=warmup, num_samples=1, progress_bar=False)
+    start = time.perf_counter()
+    mcmc.warmup(
+        jax.random.key(0),
+        init_params=jax.random.normal(jax.random.key(1), (k,)),
+        extra_fields=("num_steps",),
+        collect_warmup=True,
+    )
+    steps = np.asarray(mcmc.get_extra_fields()["num_steps"])  # waits for the chain
+    seconds = time.perf_counter() - start
+    return {
+        "d": d,
+        "J": J,
+        "k": k,
+        "search": search,
+        "floored": int(np.sum(w <= clt.CURVATURE_FLOOR * (1 + 1e-9))),
+        "w": np.quantile(w, [0.1, 0.5, 0.9]),
+        "steps": float(steps[-50:].mean()),
+        "step_size": float(mcmc.last_state.adapt_state.step_size),
+        "normal": nuts_steps(k, accept),
+        "seconds": seconds,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", nargs="+", default=["20x20", "50x20"], help="d x J")
+    ap.add_argument("--warmup", type=int, default=250)
+    args = ap.parse_args()
+    warnings.simplefilter("ignore")
+    import bayes_dpreg as bd
+    from lab.machine import describe
+
+    bd.enable_x64()
+    print(f"# {describe('jax')}; one chain, {args.warmup} warm-up iterations")
+    print(
+        "| d | J | dimension | frame search (s) | curvatures at the floor | curvature quantiles 10/50/90% "
+        "| steps an iteration, last 50 of warm-up | step size | steps on a standard normal "
+        "| warm-up incl. compile (s) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for size in args.sizes:
+        d, J = (int(v) for v in size.lower().split("x"))
+        r = frame_row(d, J, args.warmup)
+        q = " / ".join(f"{v:.3g}" for v in r["w"])
+        print(
+            f"| {d} | {J} | {r['k']} | {r['search']:.1f} | {r['floored']} | {q} | {r['steps']:.1f} "
+            f"| {r['step_size']:.3f} | {r['normal']:.1f} | {r['seconds']:.1f} |",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
