@@ -33,14 +33,12 @@ def frame_row(d: int, J: int, warmup: int) -> dict:
 
     sampler, st, pr = prepared("normalx-clt", releases("normalx-clt", d, J, 1))
     data = sampler.data(st)
-    ref = clt._reference_program()(data, pr)
-    value_and_grad = clt.frame_value_and_grad(data, pr, ref)  # laplace's search, for its curvatures w
-    _, w, _ = clt._newton(
-        value_and_grad, clt._bfgs(value_and_grad, np.asarray(clt._frame_start_program()(data, pr)), 200)
-    )
+    settings = clt.settings({}, d, warmup)[0]
+    clt.prepare(data, pr, settings)  # compiles the search's programs
     start = time.perf_counter()
-    ref = clt.laplace(data, pr, ref)  # the same search, as fit runs it (its programs compiled by now)
+    ref = clt.prepare(data, pr, settings).ref  # the search as fit runs it
     search = time.perf_counter() - start
+    w = 1.0 / np.sum(np.asarray(ref.T) ** 2, axis=0)  # T = V diag(w)^(-1/2), V orthogonal
     k = ref.T.shape[0]
     accept = clt.target_accept(d)
     kernel = NUTS(potential_fn=lambda x: -clt.white_log_density(x, data, pr, ref), target_accept_prob=accept)

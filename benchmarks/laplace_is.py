@@ -19,15 +19,14 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
+from typing import Any
 
 import numpy as np
 
 
-def weights(d: int, J: int, draws: int, scale: float, seed: int = 0) -> tuple[float, float, float, float]:
-    """``(k-hat, ESS, sd of the log-weights, seconds of the target's values)`` at one size and scale."""
-    import arviz as az
+def frame(d: int, J: int) -> tuple:
+    """``(log_p, k)``: the default's target in its Laplace frame (batched over draws) and its dimension."""
     import jax
-    import jax.numpy as jnp
 
     from bayes_dpreg.samplers import normalx_clt as clt
     from benchmarks.speed import prepared, releases
@@ -35,8 +34,15 @@ def weights(d: int, J: int, draws: int, scale: float, seed: int = 0) -> tuple[fl
     sampler, st, pr = prepared("normalx-clt", releases("normalx-clt", d, J, 1))
     data = sampler.data(st)
     ref = clt.prepare(data, pr, clt.settings({}, d, clt.NUM_WARMUP)[0]).ref
-    log_p = jax.jit(jax.vmap(lambda x: clt.white_log_density(x, data, pr, ref)))
-    k = ref.T.shape[0]
+    return jax.jit(jax.vmap(lambda x: clt.white_log_density(x, data, pr, ref))), ref.T.shape[0]
+
+
+def weights(log_p: Any, k: int, draws: int, scale: float, seed: int = 0) -> tuple[float, float, float, float]:
+    """``(k-hat, ESS, sd of the log-weights, seconds of the target's values)`` at one proposal scale."""
+    import arviz as az
+    import jax
+    import jax.numpy as jnp
+
     x = scale * np.asarray(jax.random.normal(jax.random.key(seed), (draws, k)))
     log_p(jnp.zeros((200, k))).block_until_ready()
     start = time.perf_counter()
@@ -65,9 +71,9 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     for size in args.sizes:
         d, J = (int(v) for v in size.lower().split("x"))
-        k = d * (d + 1) // 2 + d + 1
+        log_p, k = frame(d, J)  # one frame a size, for every proposal scale
         for s in args.scales:
-            khat, ess, sd, seconds = weights(d, J, args.draws, s)
+            khat, ess, sd, seconds = weights(log_p, k, args.draws, s)
             print(f"| {d} | {J} | {k} | {s:g} | {khat:.2f} | {ess:.0f} | {sd:.1f} | {seconds:.2f} |", flush=True)
 
 
