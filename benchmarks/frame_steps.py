@@ -11,7 +11,10 @@ the frame's search time, how many curvatures ``w`` sit at the floor and their qu
 NumPyro NUTS chain on the default's target in that frame (its target acceptance, a dispersed start
 ``x ~ N(0, I)`` as :func:`~bayes_dpreg.samplers.normalx_clt.init`), ``--warmup`` iterations: the
 mean leapfrog steps of the last 50 and the step size at the end, against the standard normal's
-steps (:func:`benchmarks.gradient_cost.nuts_steps`).
+steps (:func:`benchmarks.gradient_cost.nuts_steps`). With ``--draws N`` the chain goes on for ``N``
+draws: their mean steps and the quantiles over coordinates of the sd of ``x`` (1 where the frame
+whitens the posterior's bulk). ``--sigma-x-prior iw`` puts the paper's inverse Wishart (the
+package's ``Prior(Sigma_x_prior="iw")``) in place of the default's separation prior.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import warnings
 import numpy as np
 
 
-def frame_row(d: int, J: int, warmup: int) -> dict:
+def frame_row(d: int, J: int, warmup: int, sigma_x_prior: str | None = None, draws: int = 0) -> dict:
     import jax
     from numpyro.infer import MCMC, NUTS
 
@@ -31,7 +34,7 @@ def frame_row(d: int, J: int, warmup: int) -> dict:
     from benchmarks.gradient_cost import nuts_steps
     from benchmarks.speed import prepared, releases
 
-    sampler, st, pr = prepared("normalx-clt", releases("normalx-clt", d, J, 1))
+    sampler, st, pr = prepared("normalx-clt", releases("normalx-clt", d, J, 1), sigma_x_prior)
     data = sampler.data(st)
     settings = clt.settings({}, d, warmup)[0]
     clt.prepare(data, pr, settings)  # compiles the search's programs
@@ -42,7 +45,7 @@ def frame_row(d: int, J: int, warmup: int) -> dict:
     k = ref.T.shape[0]
     accept = clt.target_accept(d)
     kernel = NUTS(potential_fn=lambda x: -clt.white_log_density(x, data, pr, ref), target_accept_prob=accept)
-    mcmc = MCMC(kernel, num_warmup=warmup, num_samples=1, progress_bar=False)
+    mcmc = MCMC(kernel, num_warmup=warmup, num_samples=max(draws, 1), progress_bar=False)
     start = time.perf_counter()
     mcmc.warmup(
         jax.random.key(0),
@@ -52,7 +55,13 @@ def frame_row(d: int, J: int, warmup: int) -> dict:
     )
     steps = np.asarray(mcmc.get_extra_fields()["num_steps"])  # waits for the chain
     seconds = time.perf_counter() - start
-    return {
+    after = {}
+    if draws:  # the chain goes on from the end of warm-up: its steps and the spread of x, 1 where x ~ N(0, I)
+        mcmc.run(mcmc.post_warmup_state.rng_key, extra_fields=("num_steps",))
+        x_sd = np.asarray(mcmc.get_samples()).std(0)
+        draw_steps = float(np.mean(mcmc.get_extra_fields()["num_steps"]))
+        after = {"draw_steps": draw_steps, "x_sd": np.quantile(x_sd, [0.1, 0.5, 0.9])}
+    return after | {
         "d": d,
         "J": J,
         "k": k,
@@ -70,28 +79,36 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", nargs="+", default=["20x20", "50x20"], help="d x J")
     ap.add_argument("--warmup", type=int, default=250)
+    ap.add_argument("--draws", type=int, default=0, help="draws after warm-up (0: none)")
+    ap.add_argument(
+        "--sigma-x-prior", choices=["lkj", "iw"], default=None, help="Sigma_x's prior family (default: the default's)"
+    )
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     import bayes_dpreg as bd
     from lab.machine import describe
 
     bd.enable_x64()
-    print(f"# {describe('jax')}; one chain, {args.warmup} warm-up iterations")
+    family = args.sigma_x_prior or "the default's"
+    print(f"# {describe('jax')}; one chain, {args.warmup} warm-up iterations; Sigma_x prior: {family}")
     print(
         "| d | J | dimension | frame search (s) | curvatures at the floor | curvature quantiles 10/50/90% "
         "| steps an iteration, last 50 of warm-up | step size | steps on a standard normal "
         "| warm-up incl. compile (s) |"
+        + (" steps an iteration, draws | sd of x 10/50/90%, draws |" if args.draws else "")
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---" * (12 if args.draws else 10) + "|")
     for size in args.sizes:
         d, J = (int(v) for v in size.lower().split("x"))
-        r = frame_row(d, J, args.warmup)
+        r = frame_row(d, J, args.warmup, args.sigma_x_prior, args.draws)
         q = " / ".join(f"{v:.3g}" for v in r["w"])
-        print(
+        line = (
             f"| {d} | {J} | {r['k']} | {r['search']:.1f} | {r['floored']} | {q} | {r['steps']:.1f} "
-            f"| {r['step_size']:.3f} | {r['normal']:.1f} | {r['seconds']:.1f} |",
-            flush=True,
+            f"| {r['step_size']:.3f} | {r['normal']:.1f} | {r['seconds']:.1f} |"
         )
+        if args.draws:
+            line += f" {r['draw_steps']:.1f} | {' / '.join(f'{v:.2f}' for v in r['x_sd'])} |"
+        print(line, flush=True)
 
 
 if __name__ == "__main__":

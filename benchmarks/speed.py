@@ -111,15 +111,17 @@ def releases(method: str, d: int, J: int, seed: int) -> list:
         ]
 
 
-def prepared(method: str, stats: list):
-    """``(sampler, stacked statistics, resolved prior)`` exactly as ``fit`` builds them."""
-    from bayes_dpreg.model.prior import prior_scales
+def prepared(method: str, stats: list, sigma_x_prior: str | None = None):
+    """``(sampler, stacked statistics, resolved prior)`` exactly as ``fit`` builds them (with
+    ``Prior(Sigma_x_prior=sigma_x_prior)`` where given, the default prior otherwise)."""
+    from bayes_dpreg.model.prior import Prior, prior_scales
     from bayes_dpreg.posterior.inference import resolve_prior
     from bayes_dpreg.samplers import get
     from bayes_dpreg.stats import stack_stats
 
     sampler, st = get(method), stack_stats(stats)
-    prior = resolve_prior(None).for_families(sampler.sigma_x_priors, method)
+    given = None if sigma_x_prior is None else Prior(Sigma_x_prior=sigma_x_prior)
+    prior = resolve_prior(given).for_families(sampler.sigma_x_priors, method)
     prior = prior.for_sigma2_bound(sampler.sigma2_bound, method)
     scales = prior_scales(st)
     pr = prior.resolve_intercept(st.d - 1, scales) if sampler.needs_intercept else prior.resolve(st.d, scales)
