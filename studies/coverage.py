@@ -27,7 +27,10 @@ Suites (bounds at the data's maxima, as in the paper; ``delta = 1e-5``):
   which no seed reproduces), defining relation ``bounds = J n_j eps family``, with ``d`` cycling
   through 3, 5, 10: 16 cells. Methods ``oracle`` and ``oracle-clt``: ``normalx-nuts`` and
   ``normalx-clt`` given the generating ``Sigma_x`` prior (:func:`oracle_prior`; paper and
-  correlated cells; theta's and sigma_y's priors stay the default).
+  correlated cells; theta's and sigma_y's priors stay the default). Methods ``matched`` and
+  ``matched-clt``: the same samplers given every generating prior (:func:`matched_prior`; paper
+  cells): the truth is then a draw from the fit's prior, where intervals must cover at their rate
+  if the sampler and its likelihood are right.
 * ``real``: rows of power plant and bike sharing (``../shared/data``, the paper's
   preprocessing), ``J = 5`` consecutive blocks or a random split, eps = 1;
   ``sigma_y^2 ~ IG(3, 0.02)`` and ``theta ~ N(0, tau^2 I)``: ``matched`` (tau = 0.2, fitted with
@@ -61,9 +64,29 @@ from lab.machine import describe
 from lab.paths import DATA_DIR, REPO
 from lab.rows import append_rows, read_rows, write_rows
 
-METHODS = ("normalx-nuts", "normalx-clt", "normalx", "fixeds", "fast", "bs", "adassp", "oracle", "oracle-clt")
-# the method an oracle row fits, with the generating Sigma_x prior
-ORACLE_OF = {"oracle": "normalx-nuts", "oracle-clt": "normalx-clt"}
+METHODS = (
+    "normalx-nuts",
+    "normalx-clt",
+    "normalx",
+    "fixeds",
+    "fast",
+    "bs",
+    "adassp",
+    "oracle",
+    "oracle-clt",
+    "matched",
+    "matched-clt",
+)
+# the method an oracle row fits, with the generating Sigma_x prior (oracle_prior) or every generating prior
+# (matched_prior)
+ORACLE_OF = {
+    "oracle": "normalx-nuts",
+    "oracle-clt": "normalx-clt",
+    "matched": "normalx-nuts",
+    "matched-clt": "normalx-clt",
+}
+MATCHED = ("matched", "matched-clt")
+SIGMA_Y_DOF = 200.0  # the paper suite's sigma_y = 1 is a point mass: matched_prior's IG(dof, dof - 1) has sd 0.07
 LEVELS = (0.5, 0.9, 0.95)
 RELEASE_OF = {"bs": "bs", "adassp": "adassp"}  # others use the plain SSP release
 DATA_FILES = {"power_plant": "power_plant_energy.csv", "bike_sharing": "bike_sharing.csv"}
@@ -293,6 +316,18 @@ def oracle_prior(cell: dict[str, Any], rep: int, seed: int) -> Any:
     return None
 
 
+def matched_prior(cell: dict[str, Any], rep: int, seed: int) -> Any:
+    """Every generating prior of a paper cell (``None`` elsewhere): :func:`oracle_prior`'s ``Sigma_x``,
+    ``theta ~ N(0, I)`` and, for the simulation's ``sigma_y^2 = 1`` (a point mass no sampler takes),
+    ``IG(SIGMA_Y_DOF, SIGMA_Y_DOF - 1)``: mean 1, sd 0.07."""
+    if cell["suite"] != "paper":
+        return None
+    d = cell["d"]
+    return dataclasses.replace(
+        oracle_prior(cell, rep, seed), m=np.zeros(d), C=np.eye(d), a=SIGMA_Y_DOF, b=SIGMA_Y_DOF - 1.0
+    )
+
+
 def run_chunk(
     cell: dict[str, Any],
     reps: list[int],
@@ -321,7 +356,7 @@ def run_chunk(
                 cell.get("bounds", "max"),
             )
         for m in methods:
-            fit_prior = oracle_prior(cell, rep, seed) if m in ORACLE_OF else prior
+            fit_prior = (matched_prior if m in MATCHED else oracle_prior)(cell, rep, seed) if m in ORACLE_OF else prior
             if fit_prior is None:
                 continue
             fit_prior = dataclasses.replace(fit_prior, sigma2_max=sigma2_max)
