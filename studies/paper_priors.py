@@ -1,0 +1,141 @@
+"""Which factor of the default prior costs coverage in the paper's cells? One generating prior at a time.
+
+    python -m studies.paper_priors [--cells paper-d2-J1-eps5 ...] [--reps 100] [--workers 2]
+        [--out docs/results/coverage/paper_priors]
+
+The default (``normalx-clt``) covers less in the paper's low-noise cells (eps = 5) than in its
+noisy ones (``docs/results/coverage/criteria.md``), where the truth is not a draw from the fit's
+prior: ``theta ~ N(0, I)``, ``Sigma_x ~ IW(V^T V, d + 1)``, ``sigma_y = 1``. On the same seeded
+releases as :mod:`studies.coverage` (same cells, replications and fit seeds), this fits the
+default with each of its three factors replaced by the generating one
+(:func:`studies.coverage.matched_prior`'s): ``sigma2`` (``sigma_y^2 ~ IG(200, 199)``, mean 1),
+``theta`` (``N(0, I)``), ``sigma_x`` (the generating inverse Wishart: the coverage study's
+``oracle-clt``), ``all`` (``matched-clt``), and ``default``. Per fit, beside the coverage study's
+columns, the posterior median of ``sigma_y^2`` (the truth is 1). Rows are appended to
+``paper_priors_replications.csv`` as tasks finish (a rerun skips what is there); the summary,
+per cell and variant, is ``paper_priors.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import dataclasses
+import multiprocessing
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lab.paths import DATA_DIR, REPO
+from lab.rows import append_rows, read_rows
+from studies import coverage as cov
+
+VARIANTS = ("default", "sigma2", "theta", "sigma_x", "all")
+EPS5_CELLS = [f"paper-d{d}-J{J}-eps5" for d in (2, 5) for J in (1, 5, 10)]
+FIELDS = [*cov.FIELDS, "variant", "sigma2_median"]
+
+
+def variant_prior(variant: str, cell: dict[str, Any], rep: int, seed: int) -> Any:
+    """The default prior with the generating factor ``variant`` (module docstring)."""
+    import bayes_dpreg as bd
+
+    if variant == "default":
+        return bd.Prior()
+    full = cov.matched_prior(cell, rep, seed)
+    if variant == "all":
+        return full
+    if variant == "sigma_x":
+        return cov.oracle_prior(cell, rep, seed)
+    keep = {"sigma2": ("a", "b"), "theta": ("m", "C")}[variant]
+    return dataclasses.replace(bd.Prior(), **{k: getattr(full, k) for k in keep})
+
+
+def run(cell: dict[str, Any], reps: list[int], variants: tuple[str, ...], seed: int, data_dir: str) -> list[dict]:
+    import bayes_dpreg as bd
+
+    rows = []
+    for rep in reps:
+        (X, y, s_noise), theta, _ = cov.replicate(cell, rep, seed, data_dir)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            stats = cov._releases(X, y, cell["J"], cell["eps"], s_noise, {"ssp"})["ssp"]
+            for v in variants:
+                t0 = time.perf_counter()
+                idata = bd.fit(stats, "normalx-clt", variant_prior(v, cell, rep, seed), seed=rep)
+                row = cov._metrics(cell, rep, "normalx-clt", idata, theta, time.perf_counter() - t0)
+                row.update(variant=v, sigma2_median=float(np.median(idata.posterior["sigma2"].values)))
+                rows.append(row)
+    return rows
+
+
+def summary(rows: list[dict[str, str]], cell_ids: list[str], variants: tuple[str, ...]) -> str:
+    lines = [
+        "| cell | variant | reps | 90% | 50% | RMSE | posterior median of sigma_y^2: 10/50/90% over replications |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for cid in cell_ids:
+        for v in variants:
+            rs = [r for r in rows if r["cell"] == cid and r["variant"] == v and not r.get("error")]
+            if not rs:
+                continue
+            col = lambda k, rs=rs: np.array([float(r[k]) for r in rs])
+            c90, c50, s2 = col("cover90"), col("cover50"), col("sigma2_median")
+            se = lambda a: a.std(ddof=1) / np.sqrt(a.size) if a.size > 1 else float("nan")
+            q = " / ".join(f"{x:.3g}" for x in np.quantile(s2, [0.1, 0.5, 0.9]))
+            lines.append(
+                f"| {cid} | {v} | {len(rs)} | {c90.mean():.3f} ± {se(c90):.3f} | {c50.mean():.3f} ± {se(c50):.3f} "
+                f"| {np.sqrt(col('sq_error').mean()):.4f} | {q} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cells", nargs="+", default=EPS5_CELLS)
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument("--reps", type=int, default=100)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--chunk", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--data-dir", default=str(DATA_DIR))
+    ap.add_argument("--out", default=str(REPO / "docs" / "results" / "coverage" / "paper_priors"))
+    args = ap.parse_args(argv)
+    from bayes_dpreg import configure_threads
+
+    configure_threads()
+    by_id = {c["id"]: c for c in cov.cells("paper")}
+    unknown = [c for c in args.cells if c not in by_id]
+    if unknown:
+        ap.error(f"not paper cells: {unknown}")
+    variants = tuple(args.variants)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "paper_priors_replications.csv"
+    done = {(r["cell"], int(r["rep"]), r["variant"]) for r in read_rows(path)}
+    tasks = []
+    for start in range(0, args.reps, args.chunk):  # round-robin over cells: a run stopped early is balanced
+        for cid in args.cells:
+            block = range(start, min(start + args.chunk, args.reps))
+            reps = [r for r in block if any((cid, r, v) not in done for v in variants)]
+            if reps:
+                tasks.append((by_id[cid], reps))
+    t0 = time.perf_counter()
+    with concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futs = {pool.submit(run, c, reps, variants, args.seed, args.data_dir): (c, reps) for c, reps in tasks}
+        for f in concurrent.futures.as_completed(futs):
+            c, reps = futs[f]
+            append_rows(path, [r for r in f.result() if (r["cell"], r["rep"], r["variant"]) not in done], FIELDS)
+            print(f"{c['id']} reps {reps[0]}-{reps[-1]} done ({time.perf_counter() - t0:.0f} s)", flush=True)
+    command = "python -m studies.paper_priors " + " ".join(argv if argv is not None else __import__("sys").argv[1:])
+    text = f"# The default's prior factors in the paper's cells\n\ncommand: `{command}`\n\n"
+    text += summary(read_rows(path), args.cells, variants)
+    (out / "paper_priors.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
