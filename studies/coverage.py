@@ -30,7 +30,8 @@ Suites (bounds at the data's maxima, as in the paper; ``delta = 1e-5``):
   correlated cells; theta's and sigma_y's priors stay the default). Methods ``matched`` and
   ``matched-clt``: the same samplers given every generating prior (:func:`matched_prior`; paper
   cells): the truth is then a draw from the fit's prior, where intervals must cover at their rate
-  if the sampler and its likelihood are right.
+  if the sampler and its likelihood are right (up to ``sigma_y = 1``, a point mass the prior
+  approximates by ``IG(200, 199)``).
 * ``real``: rows of power plant and bike sharing (``../shared/data``, the paper's
   preprocessing), ``J = 5`` consecutive blocks or a random split, eps = 1;
   ``sigma_y^2 ~ IG(3, 0.02)`` and ``theta ~ N(0, tau^2 I)``: ``matched`` (tau = 0.2, fitted with
@@ -166,11 +167,21 @@ def streams(cell: dict[str, Any], rep: int, seed: int) -> list[np.random.SeedSeq
 
 
 def fit_priors(
-    cell: dict[str, Any], reps: list[int], seed: int, data_dir: str, priors: Any, methods: tuple[str, ...], label: str
+    cell: dict[str, Any],
+    reps: list[int],
+    seed: int,
+    data_dir: str,
+    priors: Any,
+    methods: tuple[str, ...],
+    label: str,
+    extra: Callable[[Any], dict[str, Any]] | None = None,
+    keep_errors: bool = False,
 ) -> list[dict[str, Any]]:
     """Fit ``methods`` under each prior of ``priors(stats, rep) -> {name: Prior}`` on the same
     releases of replications ``reps`` of ``cell``; one :func:`_metrics` row per fit, with
-    ``row[label]`` the prior's name (for the prior studies)."""
+    ``row[label]`` the prior's name (for the prior studies) and the columns ``extra(idata)``
+    where given. With ``keep_errors`` a fit that raises ``FloatingPointError`` or ``ValueError``
+    gives a row with its ``error`` (as :func:`run_chunk`'s) instead of ending the task."""
     import bayes_dpreg as bd
 
     rows = []
@@ -182,8 +193,15 @@ def fit_priors(
             for name, prior in priors(stats, rep).items():
                 for m in methods:
                     t0 = time.perf_counter()
-                    idata = bd.fit(stats, m, prior, seed=rep)
-                    rows.append(dict(_metrics(cell, rep, m, idata, theta, time.perf_counter() - t0), **{label: name}))
+                    try:
+                        idata = bd.fit(stats, m, prior, seed=rep)
+                    except (FloatingPointError, ValueError) as exc:
+                        if not keep_errors:
+                            raise
+                        rows.append({"cell": cell["id"], "rep": rep, "method": m, "error": str(exc)[:200], label: name})
+                        continue
+                    row = dict(_metrics(cell, rep, m, idata, theta, time.perf_counter() - t0), **{label: name})
+                    rows.append(row | (extra(idata) if extra else {}))
     return rows
 
 
@@ -328,6 +346,14 @@ def matched_prior(cell: dict[str, Any], rep: int, seed: int) -> Any:
     )
 
 
+def _prior_for(method: str, cell: dict[str, Any], rep: int, seed: int, prior: Any) -> Any:
+    """The prior ``method`` fits replication ``rep`` of ``cell`` with: ``prior`` (the cell's), or an
+    oracle's (:func:`oracle_prior`, :func:`matched_prior`; ``None`` where the cell has none)."""
+    if method not in ORACLE_OF:
+        return prior
+    return (matched_prior if method in MATCHED else oracle_prior)(cell, rep, seed)
+
+
 def run_chunk(
     cell: dict[str, Any],
     reps: list[int],
@@ -356,7 +382,7 @@ def run_chunk(
                 cell.get("bounds", "max"),
             )
         for m in methods:
-            fit_prior = (matched_prior if m in MATCHED else oracle_prior)(cell, rep, seed) if m in ORACLE_OF else prior
+            fit_prior = _prior_for(m, cell, rep, seed, prior)
             if fit_prior is None:
                 continue
             fit_prior = dataclasses.replace(fit_prior, sigma2_max=sigma2_max)
@@ -516,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     sigma2_max = args.sigma2_max if args.sigma2_max == "auto" else float(args.sigma2_max)
-    from bayes_dpreg import configure_threads
+    from bayes_dpreg import Prior, configure_threads
 
     configure_threads()  # one XLA CPU thread, inherited by the workers (bayes_dpreg.runtime.threads)
     out = Path(args.out)
@@ -528,7 +554,8 @@ def main(argv: list[str] | None = None) -> int:
     done = {(r["cell"], int(r["rep"]), r["method"]) for r in read_rows(path)}
     per_cell = []
     for c in todo_cells:
-        missing = [r for r in range(args.reps) if any((c["id"], r, m) not in done for m in methods)]
+        fitted = [m for m in methods if _prior_for(m, c, 0, args.seed, Prior()) is not None]  # the cell's methods
+        missing = [r for r in range(args.reps) if any((c["id"], r, m) not in done for m in fitted)]
         per_cell.append([(c, missing[i : i + args.chunk]) for i in range(0, len(missing), args.chunk)])
     # round-robin over the cells, so that a run stopped early has replications of every cell
     tasks = [

@@ -22,8 +22,8 @@ import argparse
 import concurrent.futures
 import dataclasses
 import multiprocessing
+import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -54,21 +54,10 @@ def variant_prior(variant: str, cell: dict[str, Any], rep: int, seed: int) -> An
 
 
 def run(cell: dict[str, Any], reps: list[int], variants: tuple[str, ...], seed: int, data_dir: str) -> list[dict]:
-    import bayes_dpreg as bd
-
-    rows = []
-    for rep in reps:
-        (X, y, s_noise), theta, _ = cov.replicate(cell, rep, seed, data_dir)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            stats = cov._releases(X, y, cell["J"], cell["eps"], s_noise, {"ssp"})["ssp"]
-            for v in variants:
-                t0 = time.perf_counter()
-                idata = bd.fit(stats, "normalx-clt", variant_prior(v, cell, rep, seed), seed=rep)
-                row = cov._metrics(cell, rep, "normalx-clt", idata, theta, time.perf_counter() - t0)
-                row.update(variant=v, sigma2_median=float(np.median(idata.posterior["sigma2"].values)))
-                rows.append(row)
-    return rows
+    """:func:`studies.coverage.fit_priors` with the variants' priors and the posterior median of ``sigma_y^2``."""
+    priors = lambda stats, rep: {v: variant_prior(v, cell, rep, seed) for v in variants}
+    sigma2 = lambda idata: {"sigma2_median": float(np.median(idata.posterior["sigma2"].values))}
+    return cov.fit_priors(cell, reps, seed, data_dir, priors, ("normalx-clt",), "variant", sigma2, keep_errors=True)
 
 
 def summary(rows: list[dict[str, str]], cell_ids: list[str], variants: tuple[str, ...]) -> str:
@@ -82,7 +71,7 @@ def summary(rows: list[dict[str, str]], cell_ids: list[str], variants: tuple[str
             if not rs:
                 continue
             col = lambda k, rs=rs: np.array([float(r[k]) for r in rs])
-            c90, c50, s2 = col("cover90"), col("cover50"), col("sigma2_median")
+            c90, c50, s2 = col("cover90"), col("cover50"), col("sigma2_median")  # rows with an error: skipped
             se = lambda a: a.std(ddof=1) / np.sqrt(a.size) if a.size > 1 else float("nan")
             q = " / ".join(f"{x:.3g}" for x in np.quantile(s2, [0.1, 0.5, 0.9]))
             lines.append(
@@ -129,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             c, reps = futs[f]
             append_rows(path, [r for r in f.result() if (r["cell"], r["rep"], r["variant"]) not in done], FIELDS)
             print(f"{c['id']} reps {reps[0]}-{reps[-1]} done ({time.perf_counter() - t0:.0f} s)", flush=True)
-    command = "python -m studies.paper_priors " + " ".join(argv if argv is not None else __import__("sys").argv[1:])
+    command = "python -m studies.paper_priors " + " ".join(sys.argv[1:] if argv is None else argv)
     text = f"# The default's prior factors in the paper's cells\n\ncommand: `{command}`\n\n"
     text += summary(read_rows(path), args.cells, variants)
     (out / "paper_priors.md").write_text(text)

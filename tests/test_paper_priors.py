@@ -33,8 +33,35 @@ def test_variants_replace_one_factor(d):
     assert _differs(full, default) == set().union(*FACTORS.values())
     assert full.b / (full.a - 1) == pytest.approx(1.0)  # the mean of sigma_y^2 ~ IG(a, b): the truth, 1
     np.testing.assert_array_equal(full.C, np.eye(d))
-    # the generating Sigma_x prior is the replication's own: IW(V^T V, d + 1), V from the data stream
-    sim_lambda = cov.oracle_prior(cell, 3, 2026).Lambda
-    np.testing.assert_array_equal(full.Lambda, sim_lambda)
-    assert not np.array_equal(sim_lambda, cov.oracle_prior(cell, 4, 2026).Lambda)
+    np.testing.assert_array_equal(full.m, np.zeros(d))
+    assert (full.kappa, full.Sigma_x_prior) == (d + 1.0, "iw")
+    # the generating Sigma_x prior is the replication's own IW(V^T V, d + 1): V the first draws of its data stream
+    from bayes_dpreg.datasets import paper_scale_matrix
+
+    own = paper_scale_matrix(d, np.random.default_rng(cov.streams(cell, 3, 2026)[0]))
+    np.testing.assert_array_equal(full.Lambda, own)
+    assert not np.array_equal(own, cov.matched_prior(cell, 4, 2026).Lambda)
     assert cov.matched_prior(next(c for c in cov.cells("small")), 0, 2026) is None
+
+
+def test_run_chunk_fits_each_method_with_its_prior(monkeypatch):
+    """``run_chunk`` gives ``oracle-clt`` the generating ``Sigma_x`` prior only, ``matched-clt`` every
+    generating prior and ``normalx-clt`` the cell's default (the fit itself is replaced by a recorder)."""
+    import bayes_dpreg as bd
+    from studies import coverage as cov
+
+    seen = {}
+
+    def record(stats, method, prior, seed):
+        seen[len(seen)] = (method, prior)
+        raise ValueError("recorded")
+
+    monkeypatch.setattr(bd, "fit", record)
+    cell = next(c for c in cov.cells("paper") if c["id"] == "paper-d2-J1-eps5")
+    rows = cov.run_chunk(cell, [0], ("normalx-clt", "oracle-clt", "matched-clt"), 2026, str(cov.DATA_DIR))
+    assert [r["method"] for r in rows] == ["normalx-clt", "oracle-clt", "matched-clt"]
+    (m0, p0), (m1, p1), (m2, p2) = (seen[i] for i in range(3))
+    assert (m0, m1, m2) == ("normalx-clt", "normalx-clt", "normalx-clt")
+    assert p0 == dataclasses.replace(bd.Prior(), sigma2_max=np.inf)
+    assert _differs(p1, p0) == FACTORS["sigma_x"]
+    assert _differs(p2, p0) == set().union(*FACTORS.values())
