@@ -13,8 +13,9 @@ NumPyro NUTS chain on the default's target in that frame (its target acceptance,
 mean leapfrog steps of the last 50 and the step size at the end, against the standard normal's
 steps (:func:`benchmarks.gradient_cost.nuts_steps`). With ``--draws N`` the chain goes on for ``N``
 draws: their mean steps and the quantiles over coordinates of the sd of ``x`` (1 where the frame
-whitens the posterior's bulk). ``--sigma-x-prior iw`` puts the paper's inverse Wishart (the
-package's ``Prior(Sigma_x_prior="iw")``) in place of the default's separation prior.
+whitens the posterior's bulk). ``--sigma-x-prior iw`` puts the inverse Wishart family
+(``Prior(Sigma_x_prior="iw")``: ``Lambda`` autoscaled, ``kappa = d + 1``) in place of the default's
+separation prior.
 """
 
 from __future__ import annotations
