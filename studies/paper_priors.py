@@ -10,10 +10,12 @@ releases as :mod:`studies.coverage` (same cells, replications and fit seeds), th
 default with each of its three factors replaced by the generating one
 (:func:`studies.coverage.matched_prior`'s): ``sigma2`` (``sigma_y^2 ~ IG(200, 199)``, mean 1),
 ``theta`` (``N(0, I)``), ``sigma_x`` (the generating inverse Wishart: the coverage study's
-``oracle-clt``), ``all`` (``matched-clt``), and ``default``. Per fit, beside the coverage study's
-columns, the posterior median of ``sigma_y^2`` (the truth is 1). Rows are appended to
-``paper_priors_replications.csv`` as tasks finish (a rerun skips what is there); the summary,
-per cell and variant, is ``paper_priors.md``.
+``oracle-clt``), ``all`` (``matched-clt``), and ``default``; and one candidate, not a
+generating factor: ``eta1``, the default's separation prior with LKJ(1) (uniform) correlations
+instead of LKJ(2). Per fit, beside the coverage study's columns, the posterior median of
+``sigma_y^2`` (the truth is 1). Rows are appended to ``paper_priors_replications.csv`` as tasks
+finish (a rerun skips what is there); the summary, over every row there of the given cells and
+variants, per cell and variant, is ``paper_priors.md``.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from lab.paths import DATA_DIR, REPO
 from lab.rows import append_rows, read_rows
 from studies import coverage as cov
 
-VARIANTS = ("default", "sigma2", "theta", "sigma_x", "all")
+VARIANTS = ("default", "sigma2", "theta", "sigma_x", "all", "eta1")
 EPS5_CELLS = [f"paper-d{d}-J{J}-eps5" for d in (2, 5) for J in (1, 5, 10)]
 FIELDS = [*cov.FIELDS, "variant", "sigma2_median"]
 
@@ -44,6 +46,8 @@ def variant_prior(variant: str, cell: dict[str, Any], rep: int, seed: int) -> An
 
     if variant == "default":
         return bd.Prior()
+    if variant == "eta1":  # not a generating factor: the default's separation prior with uniform correlations
+        return bd.Prior(eta=1.0)
     full = cov.matched_prior(cell, rep, seed)
     if variant == "all":
         return full
