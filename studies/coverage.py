@@ -189,7 +189,7 @@ def fit_priors(
         (X, y, s_noise), theta, _ = replicate(cell, rep, seed, data_dir)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            stats = _releases(X, y, cell["J"], cell["eps"], s_noise, {"ssp"})["ssp"]
+            stats = _releases(X, y, cell["J"], cell["eps"], s_noise, {"ssp"}, cell.get("bounds", "max"))["ssp"]
             for name, prior in priors(stats, rep).items():
                 for m in methods:
                     t0 = time.perf_counter()

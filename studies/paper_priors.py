@@ -2,6 +2,7 @@
 
     python -m studies.paper_priors [--cells paper-d2-J1-eps5 ...] [--reps 100] [--workers 2]
         [--out docs/results/coverage/paper_priors]
+    python -m studies.paper_priors --suite correlated --cells corr-... --variants default eta1 --out ...
 
 The default (``normalx-clt``) covers less in the paper's low-noise cells (eps = 5) than in its
 noisy ones (``docs/results/coverage/criteria.md``), where the truth is not a draw from the fit's
@@ -15,7 +16,9 @@ generating factor: ``eta1``, the default's separation prior with LKJ(1) (uniform
 instead of LKJ(2). Per fit, beside the coverage study's columns, the posterior median of
 ``sigma_y^2`` (the truth is 1). Rows are appended to ``paper_priors_replications.csv`` as tasks
 finish (a rerun skips what is there); the summary, over every row there of the given cells and
-variants, per cell and variant, is ``paper_priors.md``.
+variants, per cell and variant, is ``paper_priors.md``. With ``--suite correlated`` or ``real`` (and
+``--cells`` of that suite) only ``default`` and ``eta1`` apply: the candidate against the default on
+that suite's releases.
 """
 
 from __future__ import annotations
@@ -87,6 +90,7 @@ def summary(rows: list[dict[str, str]], cell_ids: list[str], variants: tuple[str
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--suite", default="paper", choices=["paper", "correlated", "real"])
     ap.add_argument("--cells", nargs="+", default=EPS5_CELLS)
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument("--reps", type=int, default=100)
@@ -99,10 +103,15 @@ def main(argv: list[str] | None = None) -> int:
     from bayes_dpreg import configure_threads
 
     configure_threads()
-    by_id = {c["id"]: c for c in cov.cells("paper")}
+    by_id = {c["id"]: c for c in cov.cells(args.suite)}
     unknown = [c for c in args.cells if c not in by_id]
     if unknown:
-        ap.error(f"not paper cells: {unknown}")
+        ap.error(f"not cells of the {args.suite} suite: {unknown}")
+    not_default = [c for c in args.cells if by_id[c].get("prior", "default") != "default"]
+    if not_default:
+        ap.error(f"cells fitted with a prior other than the default: {not_default}")
+    if args.suite != "paper" and not set(args.variants) <= {"default", "eta1"}:
+        ap.error("outside the paper suite only the variants default and eta1 (no generating prior to swap in)")
     variants = tuple(args.variants)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
