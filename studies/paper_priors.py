@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             append_rows(path, [r for r in f.result() if (r["cell"], r["rep"], r["variant"]) not in done], FIELDS)
             print(f"{c['id']} reps {reps[0]}-{reps[-1]} done ({time.perf_counter() - t0:.0f} s)", flush=True)
     command = "python -m studies.paper_priors " + " ".join(sys.argv[1:] if argv is None else argv)
-    text = f"# The default's prior factors in the paper's cells\n\ncommand: `{command}`\n\n"
+    text = f"# The default prior's variants in the {args.suite} suite's cells\n\ncommand: `{command}`\n\n"
     text += summary(read_rows(path), args.cells, variants)
     (out / "paper_priors.md").write_text(text)
     print(text)
