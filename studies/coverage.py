@@ -198,7 +198,7 @@ def fit_priors(
                     except (FloatingPointError, ValueError) as exc:
                         if not keep_errors:
                             raise
-                        rows.append({"cell": cell["id"], "rep": rep, "method": m, "error": str(exc)[:200], label: name})
+                        rows.append(_error_row(cell, rep, m, exc) | {label: name})
                         continue
                     row = dict(_metrics(cell, rep, m, idata, theta, time.perf_counter() - t0), **{label: name})
                     rows.append(row | (extra(idata) if extra else {}))
@@ -392,12 +392,17 @@ def run_chunk(
                 try:
                     idata = bd.fit(rel[RELEASE_OF.get(m, "ssp")], ORACLE_OF.get(m, m), fit_prior, seed=rep)
                 except (FloatingPointError, ValueError) as exc:
-                    rows.append(dict(cell=cell["id"], rep=rep, method=m, error=str(exc)[:200]))
+                    rows.append(_error_row(cell, rep, m, exc))
                     continue
             row = _metrics(cell, rep, m, idata, theta, time.perf_counter() - t0)
             row["warned_unresolved"] = int(any(issubclass(w.category, bd.UnresolvedDirectionWarning) for w in caught))
             rows.append(row)
     return rows
+
+
+def _error_row(cell: dict[str, Any], rep: int, method: str, exc: Exception) -> dict[str, Any]:
+    """The row of a fit that raised ``exc`` (its message, cut at 200 characters)."""
+    return dict(cell=cell["id"], rep=rep, method=method, error=str(exc)[:200])
 
 
 def _metrics(cell: dict[str, Any], rep: int, method: str, idata: Any, theta: np.ndarray, seconds: float) -> dict:

@@ -51,11 +51,11 @@ def variant_prior(variant: str, cell: dict[str, Any], rep: int, seed: int) -> An
         return bd.Prior()
     if variant == "eta1":  # not a generating factor: the default's separation prior with uniform correlations
         return bd.Prior(eta=1.0)
+    if variant == "sigma_x":
+        return cov.oracle_prior(cell, rep, seed)
     full = cov.matched_prior(cell, rep, seed)
     if variant == "all":
         return full
-    if variant == "sigma_x":
-        return cov.oracle_prior(cell, rep, seed)
     keep = {"sigma2": ("a", "b"), "theta": ("m", "C")}[variant]
     return dataclasses.replace(bd.Prior(), **{k: getattr(full, k) for k in keep})
 
