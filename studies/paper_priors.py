@@ -85,6 +85,37 @@ def summary(rows: list[dict[str, str]], cell_ids: list[str], variants: tuple[str
                 f"| {cid} | {v} | {len(rs)} | {c90.mean():.3f} ± {se(c90):.3f} | {c50.mean():.3f} ± {se(c50):.3f} "
                 f"| {np.sqrt(col('sq_error').mean()):.4f} | {q} |"
             )
+    return "\n".join(lines) + "\n\n" + pooled(rows, cell_ids, variants)
+
+
+def pooled(rows: list[dict[str, str]], cell_ids: list[str], variants: tuple[str, ...]) -> str:
+    """Over all the given cells, each variant against ``default`` on the replications both fitted:
+    90% and 50% coverage, the mean paired difference of 90% coverage (± its standard error), the
+    RMSE ratio and the fraction of fits with a divergent transition."""
+    fits = {
+        (r["cell"], int(r["rep"]), r["variant"]): r
+        for r in rows
+        if r["cell"] in cell_ids and r["variant"] in variants and not r.get("error")
+    }
+    lines = [
+        "Over these cells, paired with `default` on the replications both fitted:",
+        "",
+        "| variant | paired fits | 90% | 90% minus default's | 50% | RMSE / default's | fits with a divergence |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for v in variants:
+        keys = [k[:2] for k in fits if k[2] == v and (*k[:2], "default") in fits]
+        if not keys:
+            continue
+        col = lambda k, var, keys=keys: np.array([float(fits[(*key, var)][k]) for key in keys])
+        diff = col("cover90", v) - col("cover90", "default")
+        se = diff.std(ddof=1) / np.sqrt(diff.size) if diff.size > 1 else float("nan")
+        ratio = np.sqrt(col("sq_error", v).mean() / col("sq_error", "default").mean())
+        divergent = np.mean([float(fits[(*key, v)]["divergences"] or 0) > 0 for key in keys])
+        lines.append(
+            f"| {v} | {len(keys)} | {col('cover90', v).mean():.3f} | {diff.mean():+.3f} ± {se:.3f} "
+            f"| {col('cover50', v).mean():.3f} | {ratio:.3f} | {divergent:.3f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
