@@ -127,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=100)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--chunk", type=int, default=5)
+    ap.add_argument("--max-minutes", type=float, help="start no task after this long (running ones finish)")
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--data-dir", default=str(DATA_DIR))
     ap.add_argument("--out", default=str(REPO / "docs" / "results" / "coverage" / "paper_priors"))
@@ -159,9 +160,14 @@ def main(argv: list[str] | None = None) -> int:
     with concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         futs = {pool.submit(run, c, reps, variants, args.seed, args.data_dir): (c, reps) for c, reps in tasks}
         for f in concurrent.futures.as_completed(futs):
+            if f.cancelled():
+                continue
             c, reps = futs[f]
             append_rows(path, [r for r in f.result() if (r["cell"], r["rep"], r["variant"]) not in done], FIELDS)
             print(f"{c['id']} reps {reps[0]}-{reps[-1]} done ({time.perf_counter() - t0:.0f} s)", flush=True)
+            if args.max_minutes is not None and time.perf_counter() - t0 > 60 * args.max_minutes:
+                for g in futs:
+                    g.cancel()  # the pending ones; the running ones finish and are written
     command = "python -m studies.paper_priors " + " ".join(sys.argv[1:] if argv is None else argv)
     text = f"# The default prior's variants in the {args.suite} suite's cells\n\ncommand: `{command}`\n\n"
     text += summary(read_rows(path), args.cells, variants)
