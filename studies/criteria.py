@@ -1,7 +1,7 @@
 """The default method against issue 31's criteria, cell by cell (``docs/results/coverage/criteria.md``).
 
     python -m studies.criteria [--dir DIR [DIR ...]] [--ref-dir docs/results/coverage]
-                               [--default normalx-clt] [--summary] [--since COMMIT]
+                               [--default normalx-clt] [--summary] [--since COMMIT] [--variant NAME]
 
 Reads the per-replication rows ``{suite}_replications.csv`` of ``studies/coverage.py`` for the
 ``correlated``, ``paper``, ``small`` and ``real`` suites from ``--dir`` (the default method's rows,
@@ -14,6 +14,10 @@ the fit's own prior (``small`` cells and ``-matched-`` real cells), 90% coverage
 of the posterior mean <= 1.25 times the oracle's (the same sampler given the generating ``Sigma_x``
 prior; simulated cells) and <= 1.1 times ``fixeds``' (real-feature cells); fits with a divergent
 transition <= 5%; fits with R-hat > 1.01 <= 2%; at least 100 replications.
+
+``--variant NAME`` reads, in the directories of ``--dir`` that ``studies/paper_priors.py`` wrote
+(``paper_priors_replications.csv``), the default method's rows fitted with that prior variant
+(``eta1``: the separation prior with LKJ(1) correlations, the default since it was measured there).
 
 ``--since COMMIT`` reads only the default method's rows added after ``COMMIT`` (those its CSV files
 did not hold then): the replications a later version of the sampler made, where the CSV files
@@ -64,13 +68,23 @@ def rows_at(path: Path, commit: str) -> list[dict]:
     return list(csv.DictReader(io.StringIO(out.stdout))) if out.returncode == 0 else []
 
 
-def _sources(suite: str, dirs: list[Path], ref_dir: Path) -> list[tuple[Path, list[dict]]]:
-    """``(csv path, rows)`` of ``suite`` in ``dirs`` and then ``ref_dir``, in that order of precedence."""
+def _sources(suite: str, dirs: list[Path], ref_dir: Path, variant: str | None = None) -> list[tuple[Path, list[dict]]]:
+    """``(csv path, rows)`` of ``suite`` in ``dirs`` and then ``ref_dir``, in that order of precedence.
+    With ``variant``, a directory of ``studies.paper_priors`` (``paper_priors_replications.csv``) gives
+    its rows of that prior variant (of this suite's cells) instead."""
     paths = [d / f"{suite}_replications.csv" for d in dirs]
     ref = ref_dir / f"{suite}_replications.csv"
     if ref.resolve() not in [p.resolve() for p in paths]:
         paths.append(ref)
-    return [(p, read_rows(p)) for p in paths]
+    ids = {c["id"] for c in cells(suite)}
+    out = []
+    for p in paths:
+        pp = p.parent / "paper_priors_replications.csv"
+        if variant is not None and p.parent in dirs and pp.exists():
+            out.append((pp, [r for r in read_rows(pp) if r.get("variant") == variant and r["cell"] in ids]))
+        else:
+            out.append((p, read_rows(p)))
+    return out
 
 
 def _as_list(dirs: Path | list[Path]) -> list[Path]:
@@ -86,13 +100,23 @@ def _first(sources: list[tuple[Path, dict]], cell: str) -> tuple[Path | None, di
     return None, {}
 
 
-def cell_rows(suite: str, dirs: Path | list[Path], ref_dir: Path, default: str, since: str | None = None) -> list[dict]:
+def cell_rows(
+    suite: str,
+    dirs: Path | list[Path],
+    ref_dir: Path,
+    default: str,
+    since: str | None = None,
+    variant: str | None = None,
+) -> list[dict]:
     """One dict per cell of ``suite``: the default's coverage and the criteria that fail. Each cell's
     rows come from the first of ``dirs`` that has the default's rows of it (with ``since``, those added
     after that commit); its reference (``fixeds``, the oracle) from the same directory if it has one,
     else the first other source (``dirs``, then ``ref_dir``) that has, except in cells with private
-    quantile bounds, whose releases no seed reproduces, so only rows of the same run pair."""
-    sources = _sources(suite, _as_list(dirs), ref_dir)
+    quantile bounds, whose releases no seed reproduces, so only rows of the same run pair. With
+    ``variant``, the prior variant's rows of ``studies.paper_priors`` directories (:func:`_sources`)."""
+    if since is not None and variant is not None:
+        raise ValueError("--since and --variant do not combine")
+    sources = _sources(suite, _as_list(dirs), ref_dir, variant)
     mine_by = []
     for path, rows in sources[: len(_as_list(dirs))]:  # the default's rows from --dir only, never --ref-dir
         by = _by_rep(rows, default)
@@ -157,7 +181,9 @@ def cell_rows(suite: str, dirs: Path | list[Path], ref_dir: Path, default: str, 
     return out
 
 
-def table(dirs: Path | list[Path], ref_dir: Path, default: str, since: str | None = None) -> str:
+def table(
+    dirs: Path | list[Path], ref_dir: Path, default: str, since: str | None = None, variant: str | None = None
+) -> str:
     dirs = _as_list(dirs)
     many = len(dirs) > 1
     lines = [
@@ -166,7 +192,7 @@ def table(dirs: Path | list[Path], ref_dir: Path, default: str, since: str | Non
         "|---" * (9 if many else 8) + "|",
     ]
     for suite in SUITES:
-        for r in cell_rows(suite, dirs, ref_dir, default, since):
+        for r in cell_rows(suite, dirs, ref_dir, default, since, variant):
             ratio = f"{r['ratio']:.2f} to {r['label']} ({r['paired']})" if r["paired"] else "-"
             lines.append(
                 f"| {r['cell']} | {r['reps']} | {r['c90']:.3f} ± {r['c90_se']:.3f} | {r['c50']:.3f} ± "
@@ -176,7 +202,9 @@ def table(dirs: Path | list[Path], ref_dir: Path, default: str, since: str | Non
     return "\n".join(lines)
 
 
-def summary(dirs: Path | list[Path], ref_dir: Path, default: str, since: str | None = None) -> str:
+def summary(
+    dirs: Path | list[Path], ref_dir: Path, default: str, since: str | None = None, variant: str | None = None
+) -> str:
     """Per suite: ranges over cells, and the cells that miss a coverage criterion (the README's table)."""
     lines = [
         "| suite (cells) | replications a cell | 90% coverage | 50% coverage | fits with a divergence | "
@@ -185,7 +213,7 @@ def summary(dirs: Path | list[Path], ref_dir: Path, default: str, since: str | N
     ]
     rng = lambda v, nd=2: f"{min(v):.{nd}f}-{max(v):.{nd}f}"
     for suite in SUITES:
-        rs = cell_rows(suite, dirs, ref_dir, default, since)
+        rs = cell_rows(suite, dirs, ref_dir, default, since, variant)
         if not rs:
             continue
         low = sum(any(f.startswith(("90%", "50%")) and "above" not in f for f in r["fails"]) for r in rs)
@@ -198,7 +226,7 @@ def summary(dirs: Path | list[Path], ref_dir: Path, default: str, since: str | N
     return "\n".join(lines)
 
 
-def header(dirs: list[Path], ref_dir: Path, default: str) -> str:
+def header(dirs: list[Path], ref_dir: Path, default: str, variant: str | None = None) -> str:
     rel = lambda p: p.resolve().relative_to(REPO) if p.resolve().is_relative_to(REPO) else p
     many = (
         " Each cell's rows come from the first directory of `--dir` that has them (column `rows`)."
@@ -208,7 +236,7 @@ def header(dirs: list[Path], ref_dir: Path, default: str) -> str:
     return (
         f"# `{default}` against issue 31's criteria, cell by cell\n\n"
         f"command: `python -m studies.criteria --dir {' '.join(str(rel(d)) for d in dirs)} --ref-dir {rel(ref_dir)} "
-        f"--default {default}`\n\n"
+        f"--default {default}" + (f" --variant {variant}" if variant else "") + "`\n\n"
         f"Per cell: 90% coverage >= {MIN_90} and 50% >= {MIN_50} (and 90% <= {MAX_90_MATCHED} where the truth is "
         f"drawn from the fit's prior: `small`, `-matched-`); RMSE of the posterior mean <= {MAX_ORACLE} times the "
         f"oracle's (simulated cells; the same sampler given the generating `Sigma_x` prior) or <= {MAX_FIXEDS} "
@@ -231,13 +259,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--default", default="normalx-clt")
     ap.add_argument("--summary", action="store_true", help="print only the per-suite ranges (the README's table)")
     ap.add_argument("--since", default=None, help="only the default's rows added after this commit")
+    ap.add_argument(
+        "--variant", default=None, help="in studies.paper_priors directories, the rows of this prior variant"
+    )
     args = ap.parse_args(argv)
     d, r = [Path(x) for x in args.dir], Path(args.ref_dir)
     if args.summary:
-        print(summary(d, r, args.default, args.since))
+        print(summary(d, r, args.default, args.since, args.variant))
         return
-    print(header(d, r, args.default))
-    print(table(d, r, args.default, args.since))
+    print(header(d, r, args.default, args.variant))
+    print(table(d, r, args.default, args.since, args.variant))
 
 
 if __name__ == "__main__":

@@ -11,14 +11,17 @@ releases as :mod:`studies.coverage` (same cells, replications and fit seeds), th
 default with each of its three factors replaced by the generating one
 (:func:`studies.coverage.matched_prior`'s): ``sigma2`` (``sigma_y^2 ~ IG(200, 199)``, mean 1),
 ``theta`` (``N(0, I)``), ``sigma_x`` (the generating inverse Wishart: the coverage study's
-``oracle-clt``), ``all`` (``matched-clt``), and ``default``; and one candidate, not a
-generating factor: ``eta1``, the default's separation prior with LKJ(1) (uniform) correlations
-instead of LKJ(2). Per fit, beside the coverage study's columns, the posterior median of
-``sigma_y^2`` (the truth is 1). Rows are appended to ``paper_priors_replications.csv`` as tasks
-finish (a rerun skips what is there); the summary, over every row there of the given cells and
-variants, per cell and variant, is ``paper_priors.md``. With ``--suite correlated`` or ``real`` (and
-``--cells`` of that suite) only ``default`` and ``eta1`` apply: the candidate against the default on
-that suite's releases.
+``oracle-clt``), ``all`` (``matched-clt``), and ``default`` (``bd.Prior()`` as the code stands);
+and, not generating factors, the separation prior's correlations by name: ``eta1``, LKJ(1)
+(uniform; the default since it was measured here), and ``eta2``, LKJ(2) (the default before: the
+rows labelled ``default`` in the committed results were fitted under it). Per fit, beside the
+coverage study's columns, the posterior median of ``sigma_y^2`` (the truth is 1). Rows are
+appended to ``paper_priors_replications.csv`` as tasks finish (a rerun skips what is there); the
+summary, over every row there of the given cells and variants, per cell and variant, is
+``paper_priors.md``. With ``--suite correlated`` or ``real`` (and ``--cells`` of that suite) only
+``default``, ``eta1`` and ``eta2`` apply; in the real suite's ``matched`` cells (``theta``'s and
+``sigma_y^2``'s generating priors, the default's ``Sigma_x``) these are that cell's prior with the
+default's correlations, LKJ(1) and LKJ(2).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from lab.paths import DATA_DIR, REPO
 from lab.rows import append_rows, read_rows
 from studies import coverage as cov
 
-VARIANTS = ("default", "sigma2", "theta", "sigma_x", "all", "eta1")
+VARIANTS = ("default", "sigma2", "theta", "sigma_x", "all", "eta1", "eta2")
 EPS5_CELLS = [f"paper-d{d}-J{J}-eps5" for d in (2, 5) for J in (1, 5, 10)]
 FIELDS = [*cov.FIELDS, "variant", "sigma2_median"]
 
@@ -47,10 +50,11 @@ def variant_prior(variant: str, cell: dict[str, Any], rep: int, seed: int) -> An
     """The default prior with the generating factor ``variant`` (module docstring)."""
     import bayes_dpreg as bd
 
+    base = bd.Prior(**cov.REAL_MATCHED_PRIOR) if cell.get("prior") == "matched" else bd.Prior()
     if variant == "default":
-        return bd.Prior()
-    if variant == "eta1":  # not a generating factor: the default's separation prior with uniform correlations
-        return bd.Prior(eta=1.0)
+        return base
+    if variant in ("eta1", "eta2"):  # not generating factors: the separation prior's correlations LKJ(1), LKJ(2)
+        return dataclasses.replace(base, eta=float(variant[-1]))
     if variant == "sigma_x":
         return cov.oracle_prior(cell, rep, seed)
     full = cov.matched_prior(cell, rep, seed)
@@ -89,28 +93,30 @@ def summary(rows: list[dict[str, str]], cell_ids: list[str], variants: tuple[str
 
 
 def pooled(rows: list[dict[str, str]], cell_ids: list[str], variants: tuple[str, ...]) -> str:
-    """Over all the given cells, each variant against ``default`` on the replications both fitted:
-    90% and 50% coverage, the mean paired difference of 90% coverage (± its standard error), the
-    RMSE ratio and the fraction of fits with a divergent transition."""
+    """Over all the given cells, each variant against ``default`` (``eta2``, the default before, where
+    ``default`` is not among ``variants``) on the replications both fitted: 90% and 50% coverage,
+    the mean paired difference of 90% coverage (± its standard error), the RMSE ratio and the
+    fraction of fits with a divergent transition."""
     fits = {
         (r["cell"], int(r["rep"]), r["variant"]): r
         for r in rows
         if r["cell"] in cell_ids and r["variant"] in variants and not r.get("error")
     }
+    ref = "default" if "default" in variants or "eta2" not in variants else "eta2"
     lines = [
-        "Over these cells, paired with `default` on the replications both fitted:",
+        f"Over these cells, paired with `{ref}` on the replications both fitted:",
         "",
-        "| variant | paired fits | 90% | 90% minus default's | 50% | RMSE / default's | fits with a divergence |",
+        f"| variant | paired fits | 90% | 90% minus {ref}'s | 50% | RMSE / {ref}'s | fits with a divergence |",
         "|---|---|---|---|---|---|---|",
     ]
     for v in variants:
-        keys = [k[:2] for k in fits if k[2] == v and (*k[:2], "default") in fits]
+        keys = [k[:2] for k in fits if k[2] == v and (*k[:2], ref) in fits]
         if not keys:
             continue
         col = lambda k, var, keys=keys: np.array([float(fits[(*key, var)][k]) for key in keys])
-        diff = col("cover90", v) - col("cover90", "default")
+        diff = col("cover90", v) - col("cover90", ref)
         se = diff.std(ddof=1) / np.sqrt(diff.size) if diff.size > 1 else float("nan")
-        ratio = np.sqrt(col("sq_error", v).mean() / col("sq_error", "default").mean())
+        ratio = np.sqrt(col("sq_error", v).mean() / col("sq_error", ref).mean())
         divergent = np.mean([float(fits[(*key, v)]["divergences"] or 0) > 0 for key in keys])
         lines.append(
             f"| {v} | {len(keys)} | {col('cover90', v).mean():.3f} | {diff.mean():+.3f} ± {se:.3f} "
@@ -139,11 +145,15 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [c for c in args.cells if c not in by_id]
     if unknown:
         ap.error(f"not cells of the {args.suite} suite: {unknown}")
-    not_default = [c for c in args.cells if by_id[c].get("prior", "default") != "default"]
+    # the real suite's matched cells (theta's and sigma_y's generating priors, the default's Sigma_x) take
+    # the correlation variants; every other cell fitted with a prior not the default takes none
+    eta_only = set(args.variants) <= {"default", "eta1", "eta2"}
+    other = lambda c: by_id[c].get("prior", "default") != "default" and not (eta_only and by_id[c]["suite"] == "real")
+    not_default = [c for c in args.cells if other(c)]
     if not_default:
         ap.error(f"cells fitted with a prior other than the default: {not_default}")
-    if args.suite != "paper" and not set(args.variants) <= {"default", "eta1"}:
-        ap.error("outside the paper suite only the variants default and eta1 (no generating prior to swap in)")
+    if args.suite != "paper" and not set(args.variants) <= {"default", "eta1", "eta2"}:
+        ap.error("outside the paper suite only the variants default, eta1 and eta2 (no generating prior to swap in)")
     variants = tuple(args.variants)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -96,3 +96,24 @@ def test_quantile_cells_pair_only_within_their_directory(tmp_path):
            + [_row(CELL, r, "oracle", 1.0) for r in range(100)])
     (row,) = criteria.cell_rows("correlated", [mine], ref, "normalx-clt")
     assert row["cell"] == cell and row["paired"] == 0
+
+
+def test_variant_reads_the_paper_priors_rows_of_that_variant(tmp_path):
+    """``--variant``: in a ``studies.paper_priors`` directory the rows of that prior variant are the
+    default's; a directory of the coverage study's rows still serves the cells the variant lacks."""
+    import lab.rows
+
+    pp, cov = tmp_path / "pp", tmp_path / "cov"
+    pp.mkdir(), cov.mkdir()
+    rows = [dict(_row(CELL, r, "normalx-clt", 1.0, c90=0.8), variant="eta2") for r in range(100)]
+    rows += [dict(_row(CELL, r, "normalx-clt", 1.0, c90=0.9), variant="eta1") for r in range(100)]
+    lab.rows.append_rows(pp / "paper_priors_replications.csv", rows, [*FIELDS, "variant"])
+    other = "corr-lkj-d5-J3-n300-eps0.5-quantile"
+    _write(cov / "correlated_replications.csv", [_row(other, r, "normalx-clt", 1.0, c90=0.7) for r in range(100)])
+    got = {r["cell"]: r for r in criteria.cell_rows("correlated", [pp, cov], tmp_path, "normalx-clt", variant="eta1")}
+    assert got[CELL]["c90"] == pytest.approx(0.9) and got[CELL]["source"] == "pp"
+    assert got[other]["c90"] == pytest.approx(0.7) and got[other]["source"] == "cov"
+    eta2 = criteria.cell_rows("correlated", [pp, cov], tmp_path, "normalx-clt", variant="eta2")
+    assert eta2[0]["c90"] == pytest.approx(0.8) and "90%" in eta2[0]["fails"][0]
+    with pytest.raises(ValueError, match="do not combine"):
+        criteria.cell_rows("correlated", [pp], tmp_path, "normalx-clt", since="HEAD", variant="eta1")

@@ -29,6 +29,9 @@ def test_variants_replace_one_factor(d):
     assert _differs(pp.variant_prior("default", cell, 3, 2026), default) == set()
     for variant, fields in FACTORS.items():
         assert _differs(pp.variant_prior(variant, cell, 3, 2026), default) == fields, variant
+    for variant, eta in (("eta1", 1.0), ("eta2", 2.0)):  # the separation prior's correlations by name
+        named = pp.variant_prior(variant, cell, 3, 2026)
+        assert named.eta == eta and _differs(named, default) == ({"eta"} if default.eta != eta else set())
     full = pp.variant_prior("all", cell, 3, 2026)
     assert _differs(full, default) == set().union(*FACTORS.values())
     assert full.b / (full.a - 1) == pytest.approx(1.0)  # the mean of sigma_y^2 ~ IG(a, b): the truth, 1
