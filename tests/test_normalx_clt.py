@@ -164,7 +164,7 @@ def test_sbc_where_the_clt_holds():
     """Simulated from the exact normalX model (Wishart ``S_j``), ``n_j = 3000``, noise that matters;
     the CLT sampler's ranks of ``theta``, ``sigma2``, ``Sigma_x`` are uniform, under the bound
     ``sigma_y^2 <= 0.4`` (13% of ``IG(3, 0.5)`` above it), as the default prior bounds it."""
-    pr = Prior(C=0.25, a=3.0, b=0.5, Lambda=2.0, eta=2.0, sigma2_max=0.4).resolve(2, None)
+    pr = Prior(C=0.25, a=3.0, b=0.5, Lambda=2.0, eta=1.0, sigma2_max=0.4).resolve(2, None)
     res = sbc_mod.sbc(
         jax.random.key(7),
         "normalx-clt",

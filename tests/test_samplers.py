@@ -120,7 +120,7 @@ def test_numpyro_mcmc_runs_the_kernels():
 
 SBC_PRIOR = Prior(m=0.0, C=1.0, a=3.0, b=2.0, Lambda=3.0, kappa=6.0)  # E[Sigma_x] = I
 # normalx-nuts, the default where a party is small (samplers.default_method), under its default prior for Sigma_x
-# (the separation prior, scales log-normal around 1, LKJ(2) correlations), with sigma_y^2 <= 2 (8% of IG(3, 2)
+# (the separation prior, scales log-normal around 1, uniform LKJ(1) correlations), with sigma_y^2 <= 2 (8% of IG(3, 2)
 # above it: the bound's option, Prior(sigma2_max=...), on the logit coordinate)
 SBC_SEPARATION = Prior(m=0.0, C=1.0, a=3.0, b=2.0, Lambda=1.0, Sigma_x_prior="lkj", sigma2_max=2.0)
 SBC_CASES = {  # method, prior, kernel settings, replications, warm-up, thinning

@@ -108,8 +108,8 @@ class ScaledLKJ(dist.Distribution):
     ``u^T Lambda u / chi2_2`` (a direction 100 times smaller than the features' own variance has
     prior probability about ``e^{-50}``), the scales and the correlations are independent, and
     ``LKJ(1)`` is uniform over correlation matrices: nearly collinear features keep polynomial
-    prior mass (about ``t^eta`` for a direction of relative variance ``t``; the default ``eta = 2``
-    has density proportional to ``det R``). The density, with the Jacobian ``|d Sigma / d(s, R)| = 2^d prod_k s_k^d``:
+    prior mass (about ``t^eta`` for a direction of relative variance ``t``; ``eta = 2`` has density
+    proportional to ``det R``, zero at singular ``R``; the default is ``eta = 1``, ``docs/prior.md``). The density, with the Jacobian ``|d Sigma / d(s, R)| = 2^d prod_k s_k^d``:
 
     .. math::
         \log p(\Sigma) = \sum_k [\log N(\log s_k; \mu_k, \tau^2) - (d + 1) \log s_k]

@@ -238,7 +238,7 @@ class Prior:
     * ``Sigma_x_prior = "auto"``: ``"iw"`` where ``kappa`` or a full ``Lambda`` is given, else the
       separation prior ``"lkj"`` where the method takes it
       (``normalx-nuts``, ``normalx-intercept``): ``Sigma_x = D R D``, ``log D_kk ~
-      N(log Lambda_kk / 2, scale_sd^2)``, ``R ~ LKJ(eta)``, ``eta = 2``, ``scale_sd = 1``
+      N(log Lambda_kk / 2, scale_sd^2)``, ``R ~ LKJ(eta)``, ``eta = 1`` (uniform correlations), ``scale_sd = 1``
       (:class:`~bayes_dpreg.model.densities.ScaledLKJ`); ``"iw"`` for the paper's Gibbs samplers,
       whose conjugate update needs ``IW(Lambda, kappa)``;
     * ``Lambda = "auto"``: ``diag(E[x_k^2])`` (the scales' centre under ``"lkj"``); ``kappa = d + 1``
@@ -261,7 +261,7 @@ class Prior:
     mu_x: Scalar_or_matrix = 0.0
     mu_x_cov: Scalar_or_matrix = 10.0
     Sigma_x_prior: str = AUTO
-    eta: float = 2.0
+    eta: float = 1.0
     scale_sd: float = 1.0
     sigma2_max: float | str = math.inf
 

@@ -177,7 +177,7 @@ def check(idata: Any, st: StackedStats, sampler: Sampler, pr: Any) -> Finding:
         f"(variance {res.noise:.3g} per row) swamps the signal, yet the fit narrows the interval of {combos} "
         f"well below the prior's: that information comes from {source}. If the features may be nearly "
         "collinear along it, check those intervals: refit with a Sigma_x prior that allows more collinearity "
-        "(Prior(eta=1.0); under an inverse-Wishart, Prior(Lambda=bd.release_lambda(stats))) and report the "
+        "(Prior(eta=0.5); under an inverse-Wishart, Prior(Lambda=bd.release_lambda(stats))) and report the "
         "wider (idata.posterior.attrs['unresolved_directions']; docs/prior.md)."
     )
     return Finding("resolution", False, attrs, message, UnresolvedDirectionWarning)
