@@ -53,8 +53,10 @@ for j, (X, y) in enumerate(hospitals):
     stats.save(outdir / f"hospital{j}.json")
 print(stats)"""),
     ("markdown", """## The analyst: load and fit
-The default method, `normalx-nuts`, models the noise the release added to each
-`S_j` (the normalX model of Alparslan et al. 2023, sampled by NUTS); the default
+The default method, `normalx-clt`, models the noise the release added to each
+`S_j` (the normalX model of Alparslan et al. 2023, each `S_j` integrated out under the Wishart's
+central limit theorem, NUTS for the rest; `normalx-nuts`, which samples every `S_j`, where a party
+is small); the default
 prior is scaled to the declared `y_bound` and the released statistics. R-hat and
 ESS are checked after every fit; a `ConvergenceWarning` would say if the chains had
 not mixed. The coefficients carry the names the releases recorded. Intervals here are
@@ -79,7 +81,7 @@ against the smallest eigenvalues of the released `S~_j` and it says so
     warnings.simplefilter("always", bd.NoiseWarning)
     fast = bd.fit(stats, "fast")
 print(*[str(w.message) for w in caught], sep="\\n")
-ax = az.plot_forest([idata, fast], model_names=["normalx-nuts (default)", "fast"], var_names=["theta"],
+ax = az.plot_forest([idata, fast], model_names=["normalx-clt (default)", "fast"], var_names=["theta"],
                     combined=True, hdi_prob=0.9, figsize=(7, 3.2))[0]
 for k, name in enumerate(names):
     ys = [t.get_position()[1] for t in ax.get_yticklabels() if name in t.get_text()]
