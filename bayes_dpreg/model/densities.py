@@ -109,7 +109,8 @@ class ScaledLKJ(dist.Distribution):
     prior probability about ``e^{-50}``), the scales and the correlations are independent, and
     ``LKJ(1)`` is uniform over correlation matrices: nearly collinear features keep polynomial
     prior mass (about ``t^eta`` for a direction of relative variance ``t``; ``eta = 2`` has density
-    proportional to ``det R``, zero at singular ``R``; the default is ``eta = 1``, ``docs/prior.md``). The density, with the Jacobian ``|d Sigma / d(s, R)| = 2^d prod_k s_k^d``:
+    proportional to ``det R``, zero at singular ``R``; the default is ``eta = 1``, ``docs/prior.md``).
+    The density, with the Jacobian ``|d Sigma / d(s, R)| = 2^d prod_k s_k^d``:
 
     .. math::
         \log p(\Sigma) = \sum_k [\log N(\log s_k; \mu_k, \tau^2) - (d + 1) \log s_k]
