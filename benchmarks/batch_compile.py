@@ -6,7 +6,8 @@ and a digest of its draws, so that two commits can be compared on both:
 
 For each method: the SBC simulation of :func:`bayes_dpreg.posterior.sbc.sbc` at d = 2, J = 2
 (``n_j = 30``, eps = 1 noise; ``n_j = 3000`` and the bounded separation prior for ``normalx-clt``,
-as ``tests/test_normalx_clt.py`` has it), 8 replications x 2 chains x (50 warm-up + 20 draws,
+as ``tests/test_normalx_clt.py`` had it when ``batch_compile.md`` was measured: LKJ(2) correlations,
+kept, so that the digests stay comparable), 8 replications x 2 chains x (50 warm-up + 20 draws,
 thin 2), one call of :func:`bayes_dpreg.samplers.run_batched` in a fresh process-wide state (no
 persistent compilation cache), timed whole, with the seconds JAX reports tracing
 (``jaxpr_trace_duration``) and compiling (``backend_compile_duration``), and the first 16 hex digits
@@ -36,7 +37,7 @@ def _prior(method: str) -> Any:
     if method == "normalx-intercept":
         return Prior(m=0.0, C=1.0, a=3.0, b=2.0, Lambda=1.0, kappa=5.0, mu_x=0.5, mu_x_cov=1.0).resolve_intercept(1)
     if method == "normalx-nuts":
-        return Prior(m=0.0, C=1.0, a=3.0, b=2.0, Lambda=1.0, Sigma_x_prior="lkj", sigma2_max=2.0).resolve(2)
+        return Prior(m=0.0, C=1.0, a=3.0, b=2.0, Lambda=1.0, Sigma_x_prior="lkj", eta=2.0, sigma2_max=2.0).resolve(2)
     return Prior(m=0.0, C=1.0, a=3.0, b=2.0, Lambda=3.0, kappa=6.0).resolve(2)
 
 

@@ -11,10 +11,11 @@ releases as :mod:`studies.coverage` (same cells, replications and fit seeds), th
 default with each of its three factors replaced by the generating one
 (:func:`studies.coverage.matched_prior`'s): ``sigma2`` (``sigma_y^2 ~ IG(200, 199)``, mean 1),
 ``theta`` (``N(0, I)``), ``sigma_x`` (the generating inverse Wishart: the coverage study's
-``oracle-clt``), ``all`` (``matched-clt``), and ``default`` (``bd.Prior()`` as the code stands);
-and, not generating factors, the separation prior's correlations by name: ``eta1``, LKJ(1)
-(uniform; the default since it was measured here), and ``eta2``, LKJ(2) (the default before: the
-rows labelled ``default`` in the committed results were fitted under it). Per fit, beside the
+``oracle-clt``), ``all`` (``matched-clt``), and ``default``: the default prior as these studies
+measured it, with LKJ(2) correlations (``STUDIED_ETA``; ``bd.Prior()`` has had LKJ(1) since
+2026-11-28, so that the committed commands still reproduce their rows); and, not generating
+factors, the separation prior's correlations by name: ``eta1``, LKJ(1) (uniform; the default since
+it was measured here), and ``eta2``, LKJ(2) (the same prior as ``default``). Per fit, beside the
 coverage study's columns, the posterior median of ``sigma_y^2`` (the truth is 1). Rows are
 appended to ``paper_priors_replications.csv`` as tasks finish (a rerun skips what is there); the
 summary, over every row there of the given cells and variants, per cell and variant, is
@@ -44,13 +45,17 @@ from studies import coverage as cov
 VARIANTS = ("default", "sigma2", "theta", "sigma_x", "all", "eta1", "eta2")
 EPS5_CELLS = [f"paper-d{d}-J{J}-eps5" for d in (2, 5) for J in (1, 5, 10)]
 FIELDS = [*cov.FIELDS, "variant", "sigma2_median"]
+STUDIED_ETA = 2.0  # the default's LKJ concentration when these studies ran (bd.Prior(): 1.0 since 2026-11-28)
 
 
 def variant_prior(variant: str, cell: dict[str, Any], rep: int, seed: int) -> Any:
-    """The default prior with the generating factor ``variant`` (module docstring)."""
+    """The default prior with the generating factor ``variant`` (module docstring). ``default`` (and the
+    base of ``sigma2`` and ``theta``) is the default as these studies measured it, LKJ(2) correlations:
+    the committed commands reproduce their rows, and a run that continues one pairs like with like."""
     import bayes_dpreg as bd
 
     base = bd.Prior(**cov.REAL_MATCHED_PRIOR) if cell.get("prior") == "matched" else bd.Prior()
+    base = dataclasses.replace(base, eta=STUDIED_ETA)
     if variant == "default":
         return base
     if variant in ("eta1", "eta2"):  # not generating factors: the separation prior's correlations LKJ(1), LKJ(2)
@@ -61,7 +66,7 @@ def variant_prior(variant: str, cell: dict[str, Any], rep: int, seed: int) -> An
     if variant == "all":
         return full
     keep = {"sigma2": ("a", "b"), "theta": ("m", "C")}[variant]
-    return dataclasses.replace(bd.Prior(), **{k: getattr(full, k) for k in keep})
+    return dataclasses.replace(base, **{k: getattr(full, k) for k in keep})
 
 
 def run(cell: dict[str, Any], reps: list[int], variants: tuple[str, ...], seed: int, data_dir: str) -> list[dict]:
@@ -133,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=100)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--chunk", type=int, default=5)
-    ap.add_argument("--max-minutes", type=float, help="start no task after this long (running ones finish)")
+    ap.add_argument(
+        "--max-minutes", type=float, help="after this long cancel the pending tasks (started and queued ones finish)"
+    )
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--data-dir", default=str(DATA_DIR))
     ap.add_argument("--out", default=str(REPO / "docs" / "results" / "coverage" / "paper_priors"))

@@ -11,7 +11,7 @@ streams; the ``quantile`` cells' private bounds come from OpenDP and no seed rep
 fits ``normalx-nuts`` under each ``Sigma_x`` prior (theta's and sigma_y's priors stay the default):
 
 * ``default``: ``bd.Prior()``, i.e. ``Sigma_x = D R D``, ``log D_kk ~ N(log E[x_k^2] / 2, 1)``,
-  ``R ~ LKJ(2)``;
+  ``R ~ LKJ(eta)`` (``eta = 2`` when this study's results were made, 1 since 2026-11-28);
 * ``iw``: the earlier default ``IW(diag(E[x_k^2]), d + 1)`` (``Prior(Sigma_x_prior="iw")``);
 * ``oracle``: the generating prior (``coverage.oracle_prior``; paper and correlated cells only);
 * ``fixeds``: MCMC-fixedS under the default prior;

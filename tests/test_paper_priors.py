@@ -10,8 +10,11 @@ FACTORS = {"sigma2": {"a", "b"}, "theta": {"m", "C"}, "sigma_x": {"Lambda", "kap
 
 
 def _differs(a, b) -> set[str]:
+    """The fields in which two priors differ (``eta`` not where one is an inverse Wishart: it has no effect there)."""
     out = set()
     for f in dataclasses.fields(a):
+        if f.name == "eta" and "iw" in (a.Sigma_x_prior, b.Sigma_x_prior):
+            continue
         x, y = getattr(a, f.name), getattr(b, f.name)
         if type(x) is not type(y) or not np.array_equal(np.asarray(x, dtype=object), np.asarray(y, dtype=object)):
             out.add(f.name)
@@ -25,13 +28,16 @@ def test_variants_replace_one_factor(d):
     from studies import paper_priors as pp
 
     cell = next(c for c in cov.cells("paper") if c["id"] == f"paper-d{d}-J5-eps5")
-    default = bd.Prior()
+    default = bd.Prior(eta=pp.STUDIED_ETA)  # the default these studies measured: LKJ(2) (bd.Prior()'s is LKJ(1) now)
     assert _differs(pp.variant_prior("default", cell, 3, 2026), default) == set()
     for variant, fields in FACTORS.items():
         assert _differs(pp.variant_prior(variant, cell, 3, 2026), default) == fields, variant
     for variant, eta in (("eta1", 1.0), ("eta2", 2.0)):  # the separation prior's correlations by name
         named = pp.variant_prior(variant, cell, 3, 2026)
         assert named.eta == eta and _differs(named, default) == ({"eta"} if default.eta != eta else set())
+    matched = next(c for c in cov.cells("real") if c["prior"] == "matched")  # its theta and sigma_y priors, kept
+    assert pp.variant_prior("eta1", matched, 0, 2026) == bd.Prior(**cov.REAL_MATCHED_PRIOR, eta=1.0)
+    assert pp.variant_prior("default", matched, 0, 2026) == bd.Prior(**cov.REAL_MATCHED_PRIOR, eta=2.0)
     full = pp.variant_prior("all", cell, 3, 2026)
     assert _differs(full, default) == set().union(*FACTORS.values())
     assert full.b / (full.a - 1) == pytest.approx(1.0)  # the mean of sigma_y^2 ~ IG(a, b): the truth, 1
@@ -68,3 +74,12 @@ def test_run_chunk_fits_each_method_with_its_prior(monkeypatch):
     assert p0 == dataclasses.replace(bd.Prior(), sigma2_max=np.inf)
     assert _differs(p1, p0) == FACTORS["sigma_x"]
     assert _differs(p2, p0) == set().union(*FACTORS.values())
+
+
+def test_pooled_pairs_with_eta2_where_default_is_not_fitted():
+    from studies import paper_priors as pp
+
+    row = lambda rep, v, c90, sq: dict(cell="c", rep=rep, variant=v, cover90=c90, cover50=0.5, sq_error=sq, divergences=0)
+    rows = [row(r, "eta2", 0.0, 1.0) for r in range(4)] + [row(r, "eta1", 1.0, 4.0) for r in range(3)]
+    text = pp.pooled(rows, ["c"], ("eta1", "eta2"))
+    assert "paired with `eta2`" in text and "| eta1 | 3 | 1.000 | +1.000 ± 0.000 | 0.500 | 2.000 | 0.000 |" in text
