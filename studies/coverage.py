@@ -219,10 +219,8 @@ def replicate(cell: dict[str, Any], rep: int, seed: int, data_dir: str) -> tuple
         Lam = paper_scale_matrix(cell["d"], cast(Any, rng))
         sim = bd.simulate(cell["n"], cell["d"], int(rng.integers(2**32)), Lambda=Lam)
         X, y, theta = sim.X, sim.y, sim.theta
-        prior = bd.Prior()
     elif cell["suite"] == "correlated":
         X, y, theta = _correlated(cell, rng)
-        prior = bd.Prior()
     elif cell["suite"] == "small":
         d, n = cell["d"], cell["n"]
         p = SMALL_PRIOR
@@ -231,7 +229,6 @@ def replicate(cell: dict[str, Any], rep: int, seed: int, data_dir: str) -> tuple
         Sx = np.atleast_2d(invwishart.rvs(df=p["kappa"], scale=p["Lambda"] * np.eye(d), random_state=rng))
         X = rng.standard_normal((n, d)) @ np.linalg.cholesky(Sx).T
         y = X @ theta + np.sqrt(s2) * rng.standard_normal(n)
-        prior = bd.Prior(**p)
     else:
         X = _real_data(cell["data"], data_dir)
         n, d = X.shape
@@ -241,8 +238,19 @@ def replicate(cell: dict[str, Any], rep: int, seed: int, data_dir: str) -> tuple
         if cell["split"] == "random":
             perm = np.random.default_rng(s_split).permutation(n)
             X, y = X[perm], y[perm]
-        prior = bd.Prior(**REAL_MATCHED_PRIOR) if cell["prior"] == "matched" else bd.Prior()
-    return (X, y, s_noise), theta, prior
+    return (X, y, s_noise), theta, cell_prior(cell)
+
+
+def cell_prior(cell: dict[str, Any]) -> Any:
+    """The prior ``cell``'s fits are given: the small suite's generating prior, the real suite's
+    matched cells' ``theta`` and ``sigma_y^2`` priors, else the default."""
+    import bayes_dpreg as bd
+
+    if cell["suite"] == "small":
+        return bd.Prior(**SMALL_PRIOR)
+    if cell["suite"] == "real" and cell["prior"] == "matched":
+        return bd.Prior(**REAL_MATCHED_PRIOR)
+    return bd.Prior()
 
 
 def generating_sigma_x(cell: dict[str, Any], rng: np.random.Generator) -> np.ndarray:

@@ -43,6 +43,7 @@ from lab.rows import append_rows, read_rows
 from studies import coverage as cov
 
 VARIANTS = ("default", "sigma2", "theta", "sigma_x", "all", "eta1", "eta2")
+ETA_VARIANTS = ("default", "eta1", "eta2")  # the ones outside the paper suite: no generating prior to swap in
 EPS5_CELLS = [f"paper-d{d}-J{J}-eps5" for d in (2, 5) for J in (1, 5, 10)]
 FIELDS = [*cov.FIELDS, "variant", "sigma2_median"]
 STUDIED_ETA = 2.0  # the default's LKJ concentration when these studies ran (bd.Prior(): 1.0 since 2026-11-28)
@@ -52,10 +53,7 @@ def variant_prior(variant: str, cell: dict[str, Any], rep: int, seed: int) -> An
     """The default prior with the generating factor ``variant`` (module docstring). ``default`` (and the
     base of ``sigma2`` and ``theta``) is the default as these studies measured it, LKJ(2) correlations:
     the committed commands reproduce their rows, and a run that continues one pairs like with like."""
-    import bayes_dpreg as bd
-
-    base = bd.Prior(**cov.REAL_MATCHED_PRIOR) if cell.get("prior") == "matched" else bd.Prior()
-    base = dataclasses.replace(base, eta=STUDIED_ETA)
+    base = dataclasses.replace(cov.cell_prior(cell), eta=STUDIED_ETA)
     if variant == "default":
         return base
     if variant in ("eta1", "eta2"):  # not generating factors: the separation prior's correlations LKJ(1), LKJ(2)
@@ -154,12 +152,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"not cells of the {args.suite} suite: {unknown}")
     # the real suite's matched cells (theta's and sigma_y's generating priors, the default's Sigma_x) take
     # the correlation variants; every other cell fitted with a prior not the default takes none
-    eta_only = set(args.variants) <= {"default", "eta1", "eta2"}
+    eta_only = set(args.variants) <= set(ETA_VARIANTS)
     other = lambda c: by_id[c].get("prior", "default") != "default" and not (eta_only and by_id[c]["suite"] == "real")
     not_default = [c for c in args.cells if other(c)]
     if not_default:
         ap.error(f"cells fitted with a prior other than the default: {not_default}")
-    if args.suite != "paper" and not set(args.variants) <= {"default", "eta1", "eta2"}:
+    if args.suite != "paper" and not eta_only:
         ap.error("outside the paper suite only the variants default, eta1 and eta2 (no generating prior to swap in)")
     variants = tuple(args.variants)
     out = Path(args.out)
