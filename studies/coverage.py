@@ -46,11 +46,9 @@ Monte-Carlo standard errors over replications) and ``coverage_{suite}.md``.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import dataclasses
 import functools
 import math
-import multiprocessing
 import os
 import sys
 import time
@@ -64,6 +62,7 @@ import numpy as np
 from lab.machine import describe
 from lab.paths import DATA_DIR, REPO
 from lab.rows import append_rows, read_rows, write_rows
+from lab.tasks import pending, run_tasks
 
 METHODS = (
     "normalx-nuts",
@@ -565,19 +564,8 @@ def main(argv: list[str] | None = None) -> int:
     todo_cells = [c for c in all_cells if args.cells is None or c["id"] in args.cells]
     path = out / f"{args.suite}_replications.csv"
     done = {(r["cell"], int(r["rep"]), r["method"]) for r in read_rows(path)}
-    per_cell = []
-    for c in todo_cells:
-        fitted = [m for m in methods if _prior_for(m, c, 0, args.seed, Prior()) is not None]  # the cell's methods
-        missing = [r for r in range(args.reps) if any((c["id"], r, m) not in done for m in fitted)]
-        per_cell.append([(c, missing[i : i + args.chunk]) for i in range(0, len(missing), args.chunk)])
-    # round-robin over the cells, so that a run stopped early has replications of every cell
-    tasks = [
-        t
-        for k in range(max(map(len, per_cell), default=0))
-        for chunks in per_cell
-        if k < len(chunks)
-        for t in [chunks[k]]
-    ]
+    fitted = {c["id"]: [m for m in methods if _prior_for(m, c, 0, args.seed, Prior()) is not None] for c in todo_cells}
+    tasks = pending(todo_cells, args.reps, args.chunk, lambda c, r: [(c["id"], r, m) for m in fitted[c["id"]]], done)
     command = "python -m studies.coverage " + " ".join(sys.argv[1:] if argv is None else argv)
     header = (
         f"# Coverage, suite `{args.suite}`\n\ncommand: `{command}`\n\nmachine: {describe('jax')}\n\n"
@@ -587,18 +575,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"{len(tasks)} tasks ({sum(len(t[1]) for t in tasks)} replications) over {args.workers} workers", flush=True)
     order = [c["id"] for c in all_cells]
-    t0 = time.perf_counter()
-    ctx = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
-        futs = {}
-        for c, reps in tasks:
-            futs[pool.submit(run_chunk, c, reps, methods, args.seed, args.data_dir, sigma2_max)] = (c, reps)
-        for f in concurrent.futures.as_completed(futs):
-            c, reps = futs[f]
-            rows = [r for r in f.result() if (r["cell"], r["rep"], r["method"]) not in done]
-            append_rows(path, rows, FIELDS)
-            print(f"{c['id']} reps {reps[0]}-{reps[-1]} done ({time.perf_counter() - t0:.0f} s)", flush=True)
-            write_summary(out, args.suite, read_rows(path), order, methods, header)
+
+    def written(c: dict[str, Any], reps: list[int], rows: list[dict[str, Any]], seconds: float) -> None:
+        append_rows(path, [r for r in rows if (r["cell"], r["rep"], r["method"]) not in done], FIELDS)
+        print(f"{c['id']} reps {reps[0]}-{reps[-1]} done ({seconds:.0f} s)", flush=True)
+        write_summary(out, args.suite, read_rows(path), order, methods, header)
+
+    run_tasks(run_chunk, tasks, (methods, args.seed, args.data_dir, sigma2_max), args.workers, written)
     write_summary(out, args.suite, read_rows(path), order, methods, header)
     print((out / f"coverage_{args.suite}.md").read_text())
     return 0

@@ -28,11 +28,8 @@ default's correlations, LKJ(1) and LKJ(2).
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import dataclasses
-import multiprocessing
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +37,7 @@ import numpy as np
 
 from lab.paths import DATA_DIR, REPO
 from lab.rows import append_rows, read_rows
+from lab.tasks import pending, run_tasks
 from studies import coverage as cov
 
 VARIANTS = ("default", "sigma2", "theta", "sigma_x", "all", "eta1", "eta2")
@@ -164,25 +162,14 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "paper_priors_replications.csv"
     done = {(r["cell"], int(r["rep"]), r["variant"]) for r in read_rows(path)}
-    tasks = []
-    for start in range(0, args.reps, args.chunk):  # round-robin over cells: a run stopped early is balanced
-        for cid in args.cells:
-            block = range(start, min(start + args.chunk, args.reps))
-            reps = [r for r in block if any((cid, r, v) not in done for v in variants)]
-            if reps:
-                tasks.append((by_id[cid], reps))
-    t0 = time.perf_counter()
-    with concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futs = {pool.submit(run, c, reps, variants, args.seed, args.data_dir): (c, reps) for c, reps in tasks}
-        for f in concurrent.futures.as_completed(futs):
-            if f.cancelled():
-                continue
-            c, reps = futs[f]
-            append_rows(path, [r for r in f.result() if (r["cell"], r["rep"], r["variant"]) not in done], FIELDS)
-            print(f"{c['id']} reps {reps[0]}-{reps[-1]} done ({time.perf_counter() - t0:.0f} s)", flush=True)
-            if args.max_minutes is not None and time.perf_counter() - t0 > 60 * args.max_minutes:
-                for g in futs:
-                    g.cancel()  # the pending ones; the running ones finish and are written
+    keys = lambda c, r: [(c["id"], r, v) for v in variants]
+    tasks = pending([by_id[c] for c in args.cells], args.reps, args.chunk, keys, done)
+
+    def written(c: dict[str, Any], reps: list[int], rows: list[dict[str, Any]], seconds: float) -> None:
+        append_rows(path, [r for r in rows if (r["cell"], r["rep"], r["variant"]) not in done], FIELDS)
+        print(f"{c['id']} reps {reps[0]}-{reps[-1]} done ({seconds:.0f} s)", flush=True)
+
+    run_tasks(run, tasks, (variants, args.seed, args.data_dir), args.workers, written, args.max_minutes)
     command = "python -m studies.paper_priors " + " ".join(sys.argv[1:] if argv is None else argv)
     text = f"# The default prior's variants in the {args.suite} suite's cells\n\ncommand: `{command}`\n\n"
     text += summary(read_rows(path), args.cells, variants)
