@@ -15,12 +15,14 @@ default with each of its three factors replaced by the generating one
 measured it, with LKJ(2) correlations (``STUDIED_ETA``; ``bd.Prior()`` has had LKJ(1) since
 2026-11-28, so that the committed commands still reproduce their rows); and, not generating
 factors, the separation prior's correlations by name: ``eta1``, LKJ(1) (uniform; the default since
-it was measured here), and ``eta2``, LKJ(2) (the same prior as ``default``). Per fit, beside the
+it was measured here), and ``eta2``, LKJ(2) (the same prior as ``default``); and ``pooled``: ``eta1``'s
+prior fitted by ``normalx-pooled`` (the parties' releases summed within groups) instead of
+``normalx-clt`` (``--ref eta1`` pairs the pooled table with it). Per fit, beside the
 coverage study's columns, the posterior median of ``sigma_y^2`` (the truth is 1). Rows are
 appended to ``paper_priors_replications.csv`` as tasks finish (a rerun skips what is there); the
 summary, over every row there of the given cells and variants, per cell and variant, is
 ``paper_priors.md``. With ``--suite correlated`` or ``real`` (and ``--cells`` of that suite) only
-``default``, ``eta1`` and ``eta2`` apply; in the real suite's ``matched`` cells (``theta``'s and
+``default``, ``eta1``, ``eta2`` and ``pooled`` apply; in the real suite's ``matched`` cells (``theta``'s and
 ``sigma_y^2``'s generating priors, the default's ``Sigma_x``) these are that cell's prior with the
 default's correlations, LKJ(1) and LKJ(2).
 """
@@ -40,8 +42,9 @@ from lab.rows import append_rows, read_rows
 from lab.tasks import pending, run_tasks
 from studies import coverage as cov
 
-VARIANTS = ("default", "sigma2", "theta", "sigma_x", "all", "eta1", "eta2")
-ETA_VARIANTS = ("default", "eta1", "eta2")  # the ones outside the paper suite: no generating prior to swap in
+VARIANTS = ("default", "sigma2", "theta", "sigma_x", "all", "eta1", "eta2", "pooled")
+ETA_VARIANTS = ("default", "eta1", "eta2", "pooled")  # the ones outside the paper suite: no generating prior to swap in
+METHOD = {"pooled": "normalx-pooled"}  # the variants not fitted by normalx-clt
 EPS5_CELLS = [f"paper-d{d}-J{J}-eps5" for d in (2, 5) for J in (1, 5, 10)]
 FIELDS = [*cov.FIELDS, "variant", "sigma2_median"]
 STUDIED_ETA = 2.0  # the default's LKJ concentration when these studies ran (bd.Prior(): 1.0 since 2026-11-28)
@@ -56,6 +59,8 @@ def variant_prior(variant: str, cell: dict[str, Any], rep: int, seed: int) -> An
         return base
     if variant in ("eta1", "eta2"):  # not generating factors: the separation prior's correlations LKJ(1), LKJ(2)
         return dataclasses.replace(base, eta=float(variant[-1]))
+    if variant == "pooled":  # eta1's prior, another sampler
+        return dataclasses.replace(base, eta=1.0)
     if variant == "sigma_x":
         return cov.oracle_prior(cell, rep, seed)
     full = cov.matched_prior(cell, rep, seed)
@@ -67,15 +72,20 @@ def variant_prior(variant: str, cell: dict[str, Any], rep: int, seed: int) -> An
 
 def run(cell: dict[str, Any], reps: list[int], variants: tuple[str, ...], seed: int, data_dir: str) -> list[dict]:
     """:func:`studies.coverage.fit_priors` with the variants' priors and the posterior median of ``sigma_y^2``."""
-    priors = lambda stats, rep: {v: variant_prior(v, cell, rep, seed) for v in variants}
     sigma2 = lambda idata: {"sigma2_median": float(np.median(idata.posterior["sigma2"].values))}
-    return cov.fit_priors(cell, reps, seed, data_dir, priors, ("normalx-clt",), "variant", sigma2, keep_errors=True)
+    rows = []
+    for method in dict.fromkeys(METHOD.get(v, "normalx-clt") for v in variants):
+        mine = [v for v in variants if METHOD.get(v, "normalx-clt") == method]
+        priors = lambda stats, rep, mine=mine: {v: variant_prior(v, cell, rep, seed) for v in mine}
+        rows += cov.fit_priors(cell, reps, seed, data_dir, priors, (method,), "variant", sigma2, keep_errors=True)
+    return rows
 
 
-def summary(rows: list[dict[str, str]], cell_ids: list[str], variants: tuple[str, ...]) -> str:
+def summary(rows: list[dict[str, str]], cell_ids: list[str], variants: tuple[str, ...], ref: str | None = None) -> str:
     lines = [
-        "| cell | variant | reps | 90% | 50% | RMSE | posterior median of sigma_y^2: 10/50/90% over replications |",
-        "|---|---|---|---|---|---|---|",
+        "| cell | variant | reps | 90% | 50% | RMSE | posterior median of sigma_y^2: 10/50/90% over replications "
+        "| median s / fit |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for cid in cell_ids:
         for v in variants:
@@ -88,27 +98,29 @@ def summary(rows: list[dict[str, str]], cell_ids: list[str], variants: tuple[str
             q = " / ".join(f"{x:.3g}" for x in np.quantile(s2, [0.1, 0.5, 0.9]))
             lines.append(
                 f"| {cid} | {v} | {len(rs)} | {c90.mean():.3f} ± {se(c90):.3f} | {c50.mean():.3f} ± {se(c50):.3f} "
-                f"| {np.sqrt(col('sq_error').mean()):.4f} | {q} |"
+                f"| {np.sqrt(col('sq_error').mean()):.4f} | {q} | {np.median(col('seconds')):.2f} |"
             )
-    return "\n".join(lines) + "\n\n" + pooled(rows, cell_ids, variants)
+    return "\n".join(lines) + "\n\n" + pooled(rows, cell_ids, variants, ref)
 
 
-def pooled(rows: list[dict[str, str]], cell_ids: list[str], variants: tuple[str, ...]) -> str:
-    """Over all the given cells, each variant against ``default`` (``eta2``, the default before, where
-    ``default`` is not among ``variants``) on the replications both fitted: 90% and 50% coverage,
-    the mean paired difference of 90% coverage (± its standard error), the RMSE ratio and the
-    fraction of fits with a divergent transition."""
+def pooled(rows: list[dict[str, str]], cell_ids: list[str], variants: tuple[str, ...], ref: str | None = None) -> str:
+    """Over all the given cells, each variant against ``ref`` (by default ``default``, or ``eta2``, the
+    default before, where ``default`` is not among ``variants``) on the replications both fitted:
+    90% and 50% coverage, the mean paired difference of 90% coverage (± its standard error), the
+    RMSE ratio, the fraction of fits with a divergent transition and the median seconds a fit."""
     fits = {
         (r["cell"], int(r["rep"]), r["variant"]): r
         for r in rows
         if r["cell"] in cell_ids and r["variant"] in variants and not r.get("error")
     }
-    ref = "default" if "default" in variants or "eta2" not in variants else "eta2"
+    if ref is None:
+        ref = "default" if "default" in variants or "eta2" not in variants else "eta2"
     lines = [
         f"Over these cells, paired with `{ref}` on the replications both fitted:",
         "",
-        f"| variant | paired fits | 90% | 90% minus {ref}'s | 50% | RMSE / {ref}'s | fits with a divergence |",
-        "|---|---|---|---|---|---|---|",
+        f"| variant | paired fits | 90% | 90% minus {ref}'s | 50% | RMSE / {ref}'s | fits with a divergence "
+        "| median s / fit |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for v in variants:
         keys = [k[:2] for k in fits if k[2] == v and (*k[:2], ref) in fits]
@@ -121,7 +133,7 @@ def pooled(rows: list[dict[str, str]], cell_ids: list[str], variants: tuple[str,
         divergent = np.mean([float(fits[(*key, v)]["divergences"] or 0) > 0 for key in keys])
         lines.append(
             f"| {v} | {len(keys)} | {col('cover90', v).mean():.3f} | {diff.mean():+.3f} ± {se:.3f} "
-            f"| {col('cover50', v).mean():.3f} | {ratio:.3f} | {divergent:.3f} |"
+            f"| {col('cover50', v).mean():.3f} | {ratio:.3f} | {divergent:.3f} | {np.median(col('seconds', v)):.2f} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -137,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--max-minutes", type=float, help="after this long cancel the pending tasks (started and queued ones finish)"
     )
+    ap.add_argument("--ref", help="the variant the pooled table pairs with (default: default, else eta2)")
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--data-dir", default=str(DATA_DIR))
     ap.add_argument("--out", default=str(REPO / "docs" / "results" / "coverage" / "paper_priors"))
@@ -156,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     if not_default:
         ap.error(f"cells fitted with a prior other than the default: {not_default}")
     if args.suite != "paper" and not eta_only:
-        ap.error("outside the paper suite only the variants default, eta1 and eta2 (no generating prior to swap in)")
+        ap.error("outside the paper suite only the variants default, eta1, eta2 and pooled (no generating prior)")
     variants = tuple(args.variants)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -172,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     run_tasks(run, tasks, (variants, args.seed, args.data_dir), args.workers, written, args.max_minutes)
     command = "python -m studies.paper_priors " + " ".join(sys.argv[1:] if argv is None else argv)
     text = f"# The default prior's variants in the {args.suite} suite's cells\n\ncommand: `{command}`\n\n"
-    text += summary(read_rows(path), args.cells, variants)
+    text += summary(read_rows(path), args.cells, variants, args.ref)
     (out / "paper_priors.md").write_text(text)
     print(text)
     return 0

@@ -176,6 +176,8 @@ def sbc(
         keep += () if sampler.sbc_exact_S or sampler.integrates_S else ("S",)
     keys = jax.random.split(k_sim, replications)
     params, data = _simulate(keys, pr, n_arr, sS, sz, sampler.needs_intercept, sampler.sbc_exact_S)
+    if sampler.reduce_data is not None:
+        data = sampler.reduce_data(data)
     prs = jax.tree.map(lambda a: jnp.broadcast_to(jnp.asarray(a), (replications,) + jnp.shape(a)), pr)
     if batch is None:
         batch = CPU_BATCH if jax.default_backend() == "cpu" else replications

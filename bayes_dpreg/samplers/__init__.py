@@ -11,6 +11,8 @@ derives ``run`` for those whose options are their settings.
 ==================  =====================================================================
 ``normalx-clt``     the default: the normalX model with the ``S_j`` integrated out under the
                     Wishart's CLT, ``O(J d^3)`` a step (:mod:`~bayes_dpreg.samplers.normalx_clt`)
+``normalx-pooled``  ``normalx-clt`` on the releases summed over parties of like noise per row,
+                    ``O(G d^3)`` a step for ``G`` groups (:mod:`~bayes_dpreg.samplers.normalx_pooled`)
 ``normalx-nuts``    the default for small parties (:func:`default_method`): the normalX model
                     (eq. 10) by NUTS, non-centred, theta integrated out
                     (:mod:`~bayes_dpreg.samplers.normalx_nuts`)
@@ -26,7 +28,7 @@ derives ``run`` for those whose options are their settings.
 
 from __future__ import annotations
 
-from . import adassp, bs, fast, fixeds, intercept, normalx, normalx_clt, normalx_nuts
+from . import adassp, bs, fast, fixeds, intercept, normalx, normalx_clt, normalx_nuts, normalx_pooled
 from .base import ChainKernel, MethodResult, Sampler, run_batched, run_chains
 
 __all__ = [
@@ -46,7 +48,8 @@ __all__ = [
 ]
 
 SAMPLERS: dict[str, Sampler] = {
-    m.SAMPLER.name: m.SAMPLER for m in (normalx_nuts, normalx_clt, normalx, fixeds, fast, bs, adassp, intercept)
+    m.SAMPLER.name: m.SAMPLER
+    for m in (normalx_nuts, normalx_clt, normalx_pooled, normalx, fixeds, fast, bs, adassp, intercept)
 }
 
 DEFAULT_METHOD = "normalx-clt"

@@ -117,7 +117,8 @@ class Sampler:
     ``models_release_noise``: the posterior accounts for the noise in ``S~_j`` (the
     property coverage depends on). ``kernel``, ``data(st)`` (the kernel's data from stacked
     statistics) and ``settings(options, d, num_warmup) -> (settings, other options)``
-    give SBC and the replication studies the bare chain; ``sbc_exact_S``: under SBC the
+    give SBC and the replication studies the bare chain; ``reduce_data``: what the kernel is given
+    instead of simulated releases' model data (SBC; ``normalx-pooled``'s sums); ``sbc_exact_S``: under SBC the
     kernel is given the exact ``S_j`` (the model of the fixed-S methods); ``integrates_S``: the
     ``S_j`` are integrated out, not drawn (no ``S`` in the draws)."""
 
@@ -137,6 +138,7 @@ class Sampler:
     num_samples: int = 1000
     kernel: ChainKernel | None = None
     data: Callable[[Any], Any] | None = None
+    reduce_data: Callable[[Any], Any] | None = None
     settings: Callable[[dict, int, int], tuple[Any, dict]] | None = None
     sbc_exact_S: bool = False
     integrates_S: bool = False

@@ -398,9 +398,11 @@ def run_nuts(
     thinning: int = 1,
     progress_bar: bool = False,
     extend: int = 0,
+    data: ModelData | None = None,
 ) -> MethodResult:
     """Run a NUTS :class:`ChainKernel` of this module's kind (``normalx-nuts``, ``normalx-intercept``)
     on stacked statistics; ArviZ's NUTS sample statistics and the settings in the attributes.
+    ``data``: the kernel's data where it is not ``model_data(st)`` (``normalx-pooled``'s sums).
 
     ``extend``: up to this many times, while the chains of ``theta`` and ``sigma2`` mix too slowly
     (R-hat above 1.01 or ESS below 100 per chain) and do not sit in separate modes
@@ -410,7 +412,7 @@ def run_nuts(
     check_settings(settings)
     samples, stats = run_chains(
         kernel,
-        model_data(st),
+        model_data(st) if data is None else data,
         pr,
         settings,
         key,
