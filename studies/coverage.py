@@ -88,6 +88,7 @@ ORACLE_OF = {
 MATCHED = ("matched", "matched-clt")
 SIGMA_Y_DOF = 200.0  # the paper suite's sigma_y = 1 is a point mass: matched_prior's IG(dof, dof - 1) has sd 0.07
 LEVELS = (0.5, 0.9, 0.95)
+CORRELATED = ("correlated", "many")  # the suites whose data _correlated draws
 RELEASE_OF = {"bs": "bs", "adassp": "adassp"}  # others use the plain SSP release
 DATA_FILES = {"power_plant": "power_plant_energy.csv", "bike_sharing": "bike_sharing.csv"}
 
@@ -128,6 +129,26 @@ def cells(suite: str) -> list[dict[str, Any]]:
                 )
             )
         return out
+    if suite == "many":  # issue 32's sizes: the correlated suite's data, d = 20, many parties (a fraction)
+        return [
+            dict(
+                id=f"many-{fam}-d20-J{J}-n{nj}-eps{eps:g}-max",
+                suite=suite,
+                d=20,
+                J=J,
+                n=J * nj,
+                eps=eps,
+                family=fam,
+                bounds="max",
+                prior="default",
+            )
+            for J, nj, eps, fam in (
+                (20, 1000, 0.5, "iw"),
+                (50, 1000, 2.0, "lkj"),
+                (20, 3000, 2.0, "lkj"),
+                (50, 3000, 0.5, "iw"),
+            )
+        ]
     if suite == "real":
         out = []
         for name in DATA_FILES:
@@ -218,7 +239,7 @@ def replicate(cell: dict[str, Any], rep: int, seed: int, data_dir: str) -> tuple
         Lam = paper_scale_matrix(cell["d"], cast(Any, rng))
         sim = bd.simulate(cell["n"], cell["d"], int(rng.integers(2**32)), Lambda=Lam)
         X, y, theta = sim.X, sim.y, sim.theta
-    elif cell["suite"] == "correlated":
+    elif cell["suite"] in CORRELATED:
         X, y, theta = _correlated(cell, rng)
     elif cell["suite"] == "small":
         d, n = cell["d"], cell["n"]
@@ -334,9 +355,9 @@ def oracle_prior(cell: dict[str, Any], rep: int, seed: int) -> Any:
             kappa=cell["d"] + 1.0,
             Sigma_x_prior="iw",
         )
-    if cell["suite"] == "correlated" and cell["family"] == "iw":
+    if cell["suite"] in CORRELATED and cell["family"] == "iw":
         return bd.Prior(Lambda=np.eye(cell["d"]), kappa=cell["d"] + 1.0, Sigma_x_prior="iw")
-    if cell["suite"] == "correlated":
+    if cell["suite"] in CORRELATED:
         return bd.Prior(Lambda=1.0, Sigma_x_prior="lkj", eta=1.0, scale_sd=1.0)
     return None
 
@@ -540,7 +561,7 @@ def write_summary(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--suite", required=True, choices=["paper", "small", "real", "correlated"])
+    ap.add_argument("--suite", required=True, choices=["paper", "small", "real", "correlated", "many"])
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 1)))
     ap.add_argument("--chunk", type=int, default=10, help="replications per task")

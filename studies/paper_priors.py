@@ -140,7 +140,7 @@ def pooled(rows: list[dict[str, str]], cell_ids: list[str], variants: tuple[str,
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--suite", default="paper", choices=["paper", "correlated", "real"])
+    ap.add_argument("--suite", default="paper", choices=["paper", "correlated", "real", "many"])
     ap.add_argument("--cells", nargs="+", default=EPS5_CELLS)
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument("--reps", type=int, default=100)
