@@ -195,8 +195,13 @@ def test_default_method_is_the_clt_sampler_unless_a_party_is_small(monkeypatch):
     assert samplers.default_method(10, 3, 299) == "normalx-nuts"
     assert samplers.default_method(5, 5, None) == "normalx-clt"
     assert samplers.default_method(10, 36, 50) == "normalx-nuts"  # 1,980 latent entries
-    assert samplers.default_method(10, 37, 50) == "normalx-clt"  # too many to sample: the CLT whatever n_j
-    assert samplers.default_method(20, 10, 50) == "normalx-clt"
+    assert samplers.default_method(20, 10, 50) == "normalx-clt"  # too many to sample: the CLT whatever n_j
+    # more parties than normalx-pooled keeps apart (1 + ceil(200 / d)): the CLT on the releases summed in groups
+    assert samplers.default_method(10, 37, 50) == "normalx-pooled"
+    assert samplers.default_method(20, 11, None) == "normalx-clt"
+    assert samplers.default_method(20, 12, None) == "normalx-pooled"
+    assert samplers.default_method(50, 6, 2000) == "normalx-pooled"
+    assert samplers.default_method(5, 41) == "normalx-clt" and samplers.default_method(5, 42) == "normalx-pooled"
     asked = []
     monkeypatch.setattr(inference, "default_method", lambda *a: asked.append(a) or "fast")
     stats = parties(d=2, J=1, n=150) + [s.__class__(**{**vars(s), "name": "q"}) for s in parties(d=2, J=1, n=99)]

@@ -35,6 +35,7 @@ __all__ = [
     "SAMPLERS",
     "DEFAULT_METHOD",
     "SMALL_PARTY_METHOD",
+    "MANY_PARTY_METHOD",
     "CLT_MIN_LATENT",
     "CLT_MIN_ROWS",
     "clt_min_rows",
@@ -54,6 +55,7 @@ SAMPLERS: dict[str, Sampler] = {
 
 DEFAULT_METHOD = "normalx-clt"
 SMALL_PARTY_METHOD = "normalx-nuts"  # the exact sampler, fit's default where a party is small
+MANY_PARTY_METHOD = "normalx-pooled"  # DEFAULT_METHOD on the releases summed in groups, where that pools
 CLT_MIN_ROWS = 100  # a party's n_j from which the CLT sampler is the default: max(100, 30 d)
 CLT_ROWS_PER_FEATURE = 30
 CLT_MIN_LATENT = 2000  # J d (d + 1) / 2 latent S_j entries from which it is the default whatever n_j
@@ -74,9 +76,13 @@ def default_method(d: int, J: int, n_min: int | None = None) -> str:
     that would sample at least :data:`CLT_MIN_LATENT` latent ``S_j`` entries (``J d (d + 1) / 2``:
     d = 20 with J >= 10), where it takes many minutes. The threshold is where the CLT sampler's
     coverage was measured to match the exact one's (``docs/results/coverage/clt``: d = 3 from
-    ``n_j = 100``, d = 5 and 10 from ``n_j = 300``); ``docs/samplers.md`` gives the measurements."""
+    ``n_j = 100``, d = 5 and 10 from ``n_j = 300``); ``docs/samplers.md`` gives the measurements.
+    Where ``normalx-clt`` is chosen and there are more parties than
+    :func:`~bayes_dpreg.samplers.normalx_pooled.min_groups` (``J > 1 + ceil(200 / d)``: d = 20 from
+    J = 12, d = 50 from J = 6), :data:`MANY_PARTY_METHOD`: the same sampler on the releases summed
+    within groups, ``O(G d^3)`` a gradient (``docs/samplers.md``, *Many parties*)."""
     if n_min is None or n_min >= clt_min_rows(d) or J * d * (d + 1) // 2 >= CLT_MIN_LATENT:
-        return DEFAULT_METHOD
+        return MANY_PARTY_METHOD if J > normalx_pooled.min_groups(d, J) else DEFAULT_METHOD
     return SMALL_PARTY_METHOD
 
 

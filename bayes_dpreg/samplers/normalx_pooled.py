@@ -14,14 +14,16 @@ post-processing; privacy is untouched). So the posterior given the sums is the m
 posterior given less data: its intervals are calibrated whatever the grouping (SBC checks this),
 and what grouping can cost is width.
 
-What the sums leave out. (i) ``sigma_y^2``: ``y_j^T y_j`` is not released, so ``sigma_y^2`` is
-identified only by the scatter of the ``z~_j`` about ``S_j theta`` (``(J - 1) d`` residual dimensions
-beyond ``theta``'s ``d``); one sum of all parties leaves it to its prior, and the intervals of
-``theta`` then follow the prior's scale (on the paper's simulation, eps = 5: posterior medians of
-``sigma_y^2`` of 0.07-0.12 with all ten parties summed, truth 1). :func:`groups` keeps at least
-``1 + POOL_DOF / d`` groups (:data:`POOL_DOF` = 200 residual dimensions; a Student-t's 90% quantile
-on 200 degrees of freedom is 1.004 times the normal's), so pooling starts only where ``J d`` is
-large: at d = 5 from J = 42, at d = 20 from J = 12, at d = 50 from J = 6. (ii) Unequal weights:
+What the sums leave out. (i) The scatter of the parties' ``z~_j``: ``y_j^T y_j`` is not released, so
+``sigma_y^2`` is identified only by how the ``z~_j`` scatter about their means, ``Cov(z_j) = n_j
+((sigma_y^2 + theta^T Sigma_x theta) Sigma_x + Sigma_x theta theta^T Sigma_x)`` under the model
+(``(J - 1) d`` dimensions beyond the mean's ``d``), which also informs the size of ``theta`` along
+directions the means leave to the prior. One sum of all parties leaves ``sigma_y^2`` to its prior,
+and the intervals of ``theta`` then follow the prior's scale (on the paper's simulation, eps = 5:
+posterior medians of ``sigma_y^2`` of 0.07-0.12 with all ten parties summed, truth 1).
+:func:`groups` keeps at least ``1 + POOL_DOF / d`` groups (:data:`POOL_DOF` = 200 dimensions; a
+Student-t's 90% quantile on 200 degrees of freedom is 1.004 times the normal's), so pooling starts
+only where ``J d`` is large: at d = 5 from J = 42, at d = 20 from J = 12, at d = 50 from J = 6. (ii) Unequal weights:
 given the ``S_j``, ``theta``'s information from party ``j`` is ``S_j M_j^{-1} S_j`` with ``M_j =
 sigma_y^2 S_j + sigma_z,j^2 I``; with ``S_j ~ n_j Sigma_x`` that is ``n_j Sigma_x (sigma_y^2 Sigma_x +
 (sigma_z,j^2 / n_j) I)^{-1} Sigma_x``: parties with the same noise per row, ``sigma_z,j^2 / n_j``
