@@ -19,8 +19,7 @@ What the sums leave out. (i) The scatter of the parties' ``z~_j``: ``y_j^T y_j``
 ((sigma_y^2 + theta^T Sigma_x theta) Sigma_x + Sigma_x theta theta^T Sigma_x)`` under the model
 (``(J - 1) d`` dimensions beyond the mean's ``d``), which also informs the size of ``theta`` along
 directions the means leave to the prior. One sum of all parties leaves ``sigma_y^2`` to its prior,
-and the intervals of ``theta`` then follow the prior's scale (on the paper's simulation, eps = 5:
-posterior medians of ``sigma_y^2`` of 0.07-0.12 with all ten parties summed, truth 1).
+and the intervals of ``theta`` then follow the prior's scale.
 :func:`groups` keeps at least ``1 + POOL_DOF / d`` groups (:data:`POOL_DOF` = 200 dimensions; a
 Student-t's 90% quantile on 200 degrees of freedom is 1.004 times the normal's), so pooling starts
 only where ``J d`` is large: at d = 5 from J = 42, at d = 20 from J = 12, at d = 50 from J = 6. (ii) Unequal weights:
