@@ -4,7 +4,8 @@ each ``--dump-every`` seconds (to ``<out>/stacks.txt``): tells a slow fit from a
     python -m benchmarks.fit_probe --device gpu --chains 1 --dump-every 40 --out /tmp/probe
 
 Data as in :mod:`benchmarks.speed` (the paper's simulation, n = 1e5, eps = 1, seeded releases),
-d = 5, J = 5 unless ``--dims``/``--parties``. Prints the seconds of the first fit (compilation
+d = 5, J = 5 unless ``--dims``/``--parties``; ``--eta`` fits the default prior with that LKJ
+concentration (the default's is 1; 2 before 2026-11-28). Prints the seconds of the first fit (compilation
 included) and of a second fit on another release of the same shapes, and for NUTS the leapfrog steps
 of the kept draws (the warm-up's are not recorded) with the fit's seconds over them: a comparison of
 two versions whose chains take different paths. ``docs/results/speed/speed_gpu.md``
@@ -26,6 +27,7 @@ def main() -> None:
     ap.add_argument("--dims", type=int, default=5)
     ap.add_argument("--parties", type=int, default=5)
     ap.add_argument("--chains", type=int, default=4)
+    ap.add_argument("--eta", type=float, help="the default prior with this LKJ concentration (Prior(eta=...))")
     ap.add_argument("--dump-every", type=float, default=60.0)
     ap.add_argument("--out", type=Path, default=Path("."))
     args = ap.parse_args()
@@ -41,7 +43,8 @@ def main() -> None:
     for label, seed in (("cold", 1), ("warm", 2)):
         stats = speed.releases(args.method, args.dims, args.parties, seed)
         t = time.perf_counter()
-        idata = bd.fit(stats, args.method, seed=seed, num_chains=args.chains)
+        prior = None if args.eta is None else bd.Prior(eta=args.eta)
+        idata = bd.fit(stats, args.method, prior, seed=seed, num_chains=args.chains)
         wall = time.perf_counter() - t
         steps = int(idata.sample_stats["n_steps"].sum()) if "n_steps" in idata.sample_stats else 0
         per_step = f", {steps} leapfrog steps after warm-up ({1e6 * wall / steps:.0f} us a step)" if steps else ""

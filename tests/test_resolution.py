@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -77,3 +78,29 @@ def test_a_release_that_resolves_every_direction_stays_quiet():
         idata = bd.fit(stats, method="fast")
     assert bd.unresolved_directions(idata) == []
     assert "every direction" in resolution_summary(idata.posterior.attrs)
+
+
+def test_the_warning_names_the_first_directions_and_counts_the_rest():
+    """With more borrowed directions than ``LISTED``, the message names the ``LISTED`` of smallest
+    released variance and counts the others; the attributes keep them all."""
+    import arviz as az
+
+    from bayes_dpreg.posterior.diagnostics import resolution
+    from bayes_dpreg.samplers import get
+
+    rng = np.random.default_rng(1)
+    d, n = 6, 200
+    X = rng.normal(size=(n, d)) / 10
+    stats = [
+        bd.release(X, np.clip(X.sum(1), -1, 1), epsilon=0.05, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j)
+        for j in range(2)
+    ]
+    st = stack_stats(stats)
+    theta = 1e-3 * rng.normal(size=(2, 50, d))  # far narrower than the prior along every direction
+    names = [f"x{k}" for k in range(d)]
+    idata = az.from_dict(posterior={"theta": theta}, coords={"coef": names}, dims={"theta": ["coef"]})
+    found = resolution.check(idata, st, get("normalx-clt"), bd.Prior(C=1.0, b=0.01, Lambda=1.0).resolve(d, None))
+    borrowed = [r for r in json.loads(found.attrs["unresolved_directions"]) if r["data_share"] > 0.5]
+    assert len(borrowed) > resolution.LISTED
+    assert found.message.count("released variance") == resolution.LISTED
+    assert f"and {len(borrowed) - resolution.LISTED} more" in found.message

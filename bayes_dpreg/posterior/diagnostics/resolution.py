@@ -151,6 +151,7 @@ def resolution_summary(attrs: Any) -> str | None:
 
 
 BORROWED_SHARE = 0.5  # a direction the release does not resolve, yet the fit says the data inform it
+LISTED = 3  # the warning names this many such directions (the smallest released variance first); attrs has all
 
 
 def check(idata: Any, st: StackedStats, sampler: Sampler, pr: Any) -> Finding:
@@ -166,7 +167,9 @@ def check(idata: Any, st: StackedStats, sampler: Sampler, pr: Any) -> Finding:
     borrowed = [r for r in report if r["data_share"] > BORROWED_SHARE]
     if not borrowed:
         return Finding("resolution", True, attrs)
-    combos = "; ".join(f"{r['combination']} (released variance {r['variance']:.3g})" for r in borrowed)
+    combos = "; ".join(f"{r['combination']} (released variance {r['variance']:.3g})" for r in borrowed[:LISTED])
+    if len(borrowed) > LISTED:
+        combos += f"; and {len(borrowed) - LISTED} more"
     source = (
         "the model's prior for Sigma_x, which the release cannot check"
         if sampler.models_release_noise
