@@ -465,7 +465,7 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
         default=None,
         choices=_methods(),
         help="sampler (default: normalx-clt; normalx-nuts where a party has n_j < max(100, 30 d); normalx-pooled "
-        "where J > 1 + 200 / d)",
+        "where normalx-clt would be and J > 1 + ceil(200 / d))",
     )
     d.add_argument("--seed", type=int, default=0, help="seed of the demo's noise and draws (default %(default)s)")
     d.add_argument("--level", type=float, default=LEVEL, help="credible level of the intervals (default %(default)s)")
@@ -609,7 +609,7 @@ def _add_fit(sub: argparse._SubParsersAction) -> None:
         default=None,
         choices=_methods(),
         help="sampler (default: the spec's, else normalx-clt; normalx-nuts where a party has n_j < max(100, 30 d); "
-        "normalx-pooled where J > 1 + 200 / d)",
+        "normalx-pooled where normalx-clt would be and J > 1 + ceil(200 / d))",
     )
     _spec_argument(f, "the prior and fit options")
     f.add_argument("--model", dest="spec_deprecated", default=None, help=argparse.SUPPRESS)

@@ -171,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.suite != "paper" and not eta_only:
         ap.error("outside the paper suite only the variants default, eta1, eta2 and pooled (no generating prior)")
     variants = tuple(args.variants)
+    if args.ref is not None and args.ref not in variants:
+        ap.error(f"--ref {args.ref} is not among --variants {list(variants)}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "paper_priors_replications.csv"

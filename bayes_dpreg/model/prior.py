@@ -230,7 +230,8 @@ class Prior:
     * ``sigma2_max = inf``: no bound on ``sigma_y^2``. A number bounds it (``sigma_y^2 ~ IG(a, b)``
       on ``(0, sigma2_max]``); ``"auto"`` is ``y_bound^2``: ``|y| <= y_bound`` for every response the
       release saw, so ``sigma_y^2 = Var(y | x) <= E[y^2] <= y_bound^2`` where the model holds. The
-      methods that take a bound are ``normalx-clt``, ``normalx-nuts`` and ``normalx-intercept``; for
+      methods that take a bound are ``normalx-clt``, ``normalx-pooled``, ``normalx-nuts`` and
+      ``normalx-intercept``; for
       the paper's samplers (its model) ``"auto"`` is no bound. Not the default: where parties'
       features differ (bike sharing split in time) the unbounded ``sigma_y^2`` absorbs the misfit of
       one shared ``Sigma_x``, and bounding it raised the error of the posterior mean (``docs/prior.md``,

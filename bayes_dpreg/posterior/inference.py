@@ -107,8 +107,9 @@ def fit(
         normalX model (eq. 10, the noise in ``S~_j`` modelled) with the ``S_j`` integrated out
         under the Wishart's CLT, or, where a party has fewer than ``max(100, 30 d)`` rows (and
         ``J d (d + 1) / 2 < 2000``), ``"normalx-nuts"``, the same model with the ``S_j`` sampled
-        exactly by NUTS, and where ``J > 1 + ceil(200 / d)``, ``"normalx-pooled"``, ``normalx-clt`` on
-        the releases summed within groups (:func:`~bayes_dpreg.samplers.default_method`). Others:
+        exactly by NUTS, and where ``normalx-clt`` would be chosen and ``J > 1 + ceil(200 / d)``,
+        ``"normalx-pooled"``, ``normalx-clt`` on the releases summed within groups
+        (:func:`~bayes_dpreg.samplers.default_method`). Others:
         ``"normalx"`` (MCMC-normalX, Alg. 1), ``"fixeds"`` (Alg. 2), ``"fast"`` (Alg. 3,
         closed form), ``"bs"`` (App. C.1; :func:`release_bs` statistics), ``"adassp"``
         (App. C.2; :func:`release_adassp` statistics, a point estimate),

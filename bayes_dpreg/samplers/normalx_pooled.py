@@ -20,15 +20,16 @@ What the sums leave out. (i) The scatter of the parties' ``z~_j``: ``y_j^T y_j``
 (``(J - 1) d`` dimensions beyond the mean's ``d``), which also informs the size of ``theta`` along
 directions the means leave to the prior. One sum of all parties leaves ``sigma_y^2`` to its prior,
 and the intervals of ``theta`` then follow the prior's scale.
-:func:`groups` keeps at least ``1 + POOL_DOF / d`` groups (:data:`POOL_DOF` = 200 dimensions; a
-Student-t's 90% quantile on 200 degrees of freedom is 1.004 times the normal's), so pooling starts
-only where ``J d`` is large: at d = 5 from J = 42, at d = 20 from J = 12, at d = 50 from J = 6. (ii) Unequal weights:
+:func:`groups` keeps at least ``1 + ceil(POOL_DOF / d)`` groups (:data:`POOL_DOF` = 200 dimensions;
+a Student-t's 0.95 quantile, a 90% interval's end, on 200 degrees of freedom is 1.005 times the
+normal's), so pooling starts only where ``J d`` is large: at d = 5 from J = 42, at d = 20 from J = 12,
+at d = 50 from J = 6. (ii) Unequal weights:
 given the ``S_j``, ``theta``'s information from party ``j`` is ``S_j M_j^{-1} S_j`` with ``M_j =
 sigma_y^2 S_j + sigma_z,j^2 I``; with ``S_j ~ n_j Sigma_x`` that is ``n_j Sigma_x (sigma_y^2 Sigma_x +
 (sigma_z,j^2 / n_j) I)^{-1} Sigma_x``: parties with the same noise per row, ``sigma_z,j^2 / n_j``
 (and ``sigma_S,j^2 / n_j`` for ``Sigma_x``), weigh their ``z~_j`` alike, and their sum keeps that
 (by Cauchy-Schwarz, summing parties whose weights differ loses information: one party of 10,000
-rows with four of 100, noise-dominated, keeps a third of it). Groups are therefore drawn within
+rows with four of 100, noise-dominated, keeps about a fifth of it). Groups are therefore drawn within
 bins of noise per row a factor :data:`GROUP_RATIO` wide (:func:`noise_bins`); with the same bounds
 and budget everywhere, parties of sizes within a factor of 2. (iii) The scatter of the ``S~_j``
 about ``n_j Sigma_x`` informs ``Sigma_x`` at relative order ``J / sum n_j``.
