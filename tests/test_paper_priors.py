@@ -79,7 +79,12 @@ def test_run_chunk_fits_each_method_with_its_prior(monkeypatch):
 def test_pooled_pairs_with_eta2_where_default_is_not_fitted():
     from studies import paper_priors as pp
 
-    row = lambda rep, v, c90, sq: dict(cell="c", rep=rep, variant=v, cover90=c90, cover50=0.5, sq_error=sq, divergences=0)
+    row = lambda rep, v, c90, sq: dict(
+        cell="c", rep=rep, variant=v, cover90=c90, cover50=0.5, sq_error=sq, divergences=0, seconds=2.0 + c90
+    )
     rows = [row(r, "eta2", 0.0, 1.0) for r in range(4)] + [row(r, "eta1", 1.0, 4.0) for r in range(3)]
     text = pp.pooled(rows, ["c"], ("eta1", "eta2"))
-    assert "paired with `eta2`" in text and "| eta1 | 3 | 1.000 | +1.000 ± 0.000 | 0.500 | 2.000 | 0.000 |" in text
+    assert "paired with `eta2`" in text and "| eta1 | 3 | 1.000 | +1.000 ± 0.000 | 0.500 | 2.000 | 0.000 | 3.00 |" in text
+    # another reference by name
+    text = pp.pooled(rows, ["c"], ("eta1", "eta2"), ref="eta1")
+    assert "paired with `eta1`" in text and "| eta2 | 3 | 0.000 | -1.000 ± 0.000 | 0.500 | 0.500 | 0.000 | 2.00 |" in text

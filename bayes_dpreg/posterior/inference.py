@@ -107,16 +107,14 @@ def fit(
         normalX model (eq. 10, the noise in ``S~_j`` modelled) with the ``S_j`` integrated out
         under the Wishart's CLT, or, where a party has fewer than ``max(100, 30 d)`` rows (and
         ``J d (d + 1) / 2 < 2000``), ``"normalx-nuts"``, the same model with the ``S_j`` sampled
-        exactly by NUTS, and where ``normalx-clt`` would be chosen and ``J > 1 + ceil(200 / d)``,
-        ``"normalx-pooled"``, ``normalx-clt`` on the releases summed within groups
-        (:func:`~bayes_dpreg.samplers.default_method`). Others:
+        exactly by NUTS; with ``J > 1 + ceil(200 / d)``, ``"normalx-pooled"`` in place of ``normalx-clt``
+        (the releases summed in groups; :func:`~bayes_dpreg.samplers.default_method`). Others:
         ``"normalx"`` (MCMC-normalX, Alg. 1), ``"fixeds"`` (Alg. 2), ``"fast"`` (Alg. 3,
         closed form), ``"bs"`` (App. C.1; :func:`release_bs` statistics), ``"adassp"``
         (App. C.2; :func:`release_adassp` statistics, a point estimate),
         ``"normalx-intercept"`` (App. B.2; ``release(..., intercept=True)``).
-    prior : a :class:`Prior`, a :class:`ModelSpec` or a TOML path; default ``Prior()``, whose
-        ``"auto"`` scales come from the declared ``y_bound`` and the released ``S~_j``
-        (:meth:`Prior.autoscaled`).
+    prior : a :class:`Prior`, a :class:`ModelSpec` or a TOML path; default ``Prior()``, its ``"auto"``
+        scales from the declared ``y_bound`` and the released ``S~_j`` (:meth:`Prior.autoscaled`).
     num_samples, num_warmup : draws and warm-up iterations per chain (default: the method's).
     num_chains : chains (MCMC) or draw groups (exact methods).
     seed : seed of the analyst's sampling (the releases' noise is already fixed).
@@ -125,7 +123,7 @@ def fit(
         ``target_accept_prob`` for ``normalx-nuts``, ``sigma2="text" | "code" | float`` for
         ``fast``, ``p`` for ``adassp``, ``progress_bar`` for all, ``extend`` for the NUTS methods
         (continue chains that mix too slowly, up to that many times; once by default for
-        ``normalx-clt``, off for the others).
+        ``normalx-clt`` and ``normalx-pooled``, off for the others).
 
     Returns
     -------
