@@ -646,9 +646,10 @@ EXTEND = 1  # chains that mix too slowly go on once for num_samples more draws (
 def run(
     st: StackedStats, pr: ResolvedPrior, key: Array, num_chains: int, num_samples: int, num_warmup: int, **options: Any
 ) -> MethodResult:
-    """``fit``'s entry point; options as :func:`~bayes_dpreg.samplers.normalx_nuts.run_nuts`, with
-    ``extend`` on (:data:`EXTEND`): where the noise leaves ``sigma_y^2`` to its heavy-tailed prior,
-    500 draws a chain often left R-hat above 1.01 or ESS below 400."""
+    """``fit``'s entry point; options as :func:`~bayes_dpreg.samplers.normalx_nuts.run_nuts` (also its
+    ``data``, which ``normalx-pooled`` gives), with ``extend`` on (:data:`EXTEND`): where the noise
+    leaves ``sigma_y^2`` to its heavy-tailed prior, 500 draws a chain often left R-hat above 1.01 or
+    ESS below 400."""
     description = "NUTS (NumPyro) in the Laplace frame of (Sigma_x, theta, sigma_y^2); S_j integrated out (CLT)"
     options.setdefault("target_accept_prob", target_accept(st.d))
     options.setdefault("extend", EXTEND)

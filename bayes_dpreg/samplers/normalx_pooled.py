@@ -42,6 +42,7 @@ frame, NUTS, the priors) is :mod:`~bayes_dpreg.samplers.normalx_clt`'s, on the p
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import jax.numpy as jnp
@@ -52,8 +53,7 @@ from ..model.densities import ModelData, model_data
 from ..model.prior import ResolvedPrior
 from ..stats import StackedStats
 from . import normalx_clt
-from .base import MethodResult, Sampler
-from .normalx_nuts import NUTS_OPTIONS, run_nuts
+from .base import MethodResult
 
 __all__ = [
     "GROUP_RATIO",
@@ -146,41 +146,27 @@ def pooled_data(st: StackedStats) -> ModelData:
 def run(
     st: StackedStats, pr: ResolvedPrior, key: Array, num_chains: int, num_samples: int, num_warmup: int, **options: Any
 ) -> MethodResult:
-    """``fit``'s entry point: :func:`~bayes_dpreg.samplers.normalx_clt.run`'s options and defaults,
-    on the pooled release; the groups are in the attributes (``pooled_groups``: each group's
-    party indices, groups separated by ``;``)."""
+    """``fit``'s entry point: :func:`~bayes_dpreg.samplers.normalx_clt.run` (its options and defaults)
+    on the pooled release; the groups are in the attributes (``pooled_groups``: each group's party
+    indices, groups separated by ``;``)."""
     parts = groups(st.n, st.sigma_S, st.sigma_z, st.d)
-    description = (
+    result = normalx_clt.run(
+        st, pr, key, num_chains, num_samples, num_warmup, data=pool_data(model_data(st), parts), **options
+    )
+    result.attrs["sampler"] = (
         f"NUTS (NumPyro) in the Laplace frame of (Sigma_x, theta, sigma_y^2); the {st.J} parties' releases "
         f"summed in {len(parts)} group(s), S_G integrated out (CLT)"
-    )
-    options.setdefault("target_accept_prob", normalx_clt.target_accept(st.d))
-    options.setdefault("extend", normalx_clt.EXTEND)
-    data = pool_data(model_data(st), parts)
-    result = run_nuts(
-        normalx_clt.KERNEL, description, st, pr, key, num_chains, num_samples, num_warmup, data=data, **options
     )
     result.attrs["pooled_groups"] = "; ".join(" ".join(map(str, p)) for p in parts)
     return result
 
 
-SAMPLER = Sampler(
+SAMPLER = dataclasses.replace(
+    normalx_clt.SAMPLER,
     name="normalx-pooled",
     label="MCMC-normalX (pooled, CLT, NUTS)",
     summary="normalx-clt on the releases summed over parties of like noise per row: O(G d^3) a step, G groups",
     run=run,
-    kind="mcmc",
-    needs_wishart=True,
-    sigma_x_priors=("iw", "lkj"),
-    sigma2_bound=True,
-    centred_features=True,
-    models_release_noise=True,
-    num_warmup=normalx_clt.NUM_WARMUP,
-    num_samples=500,
-    kernel=normalx_clt.KERNEL,
     data=pooled_data,
     reduce_data=pool_data,
-    settings=normalx_clt.settings,
-    integrates_S=True,
-    options=NUTS_OPTIONS,
 )
