@@ -196,9 +196,11 @@ def fit_priors(
     label: str,
     extra: Callable[[Any], dict[str, Any]] | None = None,
     keep_errors: bool = False,
+    method_of: Callable[[str], tuple[str, ...]] | None = None,
 ) -> list[dict[str, Any]]:
     """Fit ``methods`` under each prior of ``priors(stats, rep) -> {name: Prior}`` on the same
-    releases of replications ``reps`` of ``cell``; one :func:`_metrics` row per fit, with
+    releases of replications ``reps`` of ``cell`` (``method_of(name)`` instead of ``methods``
+    where given: a method for each prior); one :func:`_metrics` row per fit, with
     ``row[label]`` the prior's name (for the prior studies) and the columns ``extra(idata)``
     where given. With ``keep_errors`` a fit that raises ``FloatingPointError`` or ``ValueError``
     gives a row with its ``error`` (as :func:`run_chunk`'s) instead of ending the task."""
@@ -211,7 +213,7 @@ def fit_priors(
             warnings.simplefilter("ignore")
             stats = _releases(X, y, cell["J"], cell["eps"], s_noise, {"ssp"}, cell.get("bounds", "max"))["ssp"]
             for name, prior in priors(stats, rep).items():
-                for m in methods:
+                for m in methods if method_of is None else method_of(name):
                     t0 = time.perf_counter()
                     try:
                         idata = bd.fit(stats, m, prior, seed=rep)

@@ -72,13 +72,12 @@ def variant_prior(variant: str, cell: dict[str, Any], rep: int, seed: int) -> An
 
 def run(cell: dict[str, Any], reps: list[int], variants: tuple[str, ...], seed: int, data_dir: str) -> list[dict]:
     """:func:`studies.coverage.fit_priors` with the variants' priors and the posterior median of ``sigma_y^2``."""
+    priors = lambda stats, rep: {v: variant_prior(v, cell, rep, seed) for v in variants}
     sigma2 = lambda idata: {"sigma2_median": float(np.median(idata.posterior["sigma2"].values))}
-    rows = []
-    for method in dict.fromkeys(METHOD.get(v, "normalx-clt") for v in variants):
-        mine = [v for v in variants if METHOD.get(v, "normalx-clt") == method]
-        priors = lambda stats, rep, mine=mine: {v: variant_prior(v, cell, rep, seed) for v in mine}
-        rows += cov.fit_priors(cell, reps, seed, data_dir, priors, (method,), "variant", sigma2, keep_errors=True)
-    return rows
+    method_of = lambda v: (METHOD.get(v, "normalx-clt"),)
+    return cov.fit_priors(
+        cell, reps, seed, data_dir, priors, (), "variant", sigma2, keep_errors=True, method_of=method_of
+    )
 
 
 def summary(rows: list[dict[str, str]], cell_ids: list[str], variants: tuple[str, ...], ref: str | None = None) -> str:

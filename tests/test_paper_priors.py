@@ -84,7 +84,36 @@ def test_pooled_pairs_with_eta2_where_default_is_not_fitted():
     )
     rows = [row(r, "eta2", 0.0, 1.0) for r in range(4)] + [row(r, "eta1", 1.0, 4.0) for r in range(3)]
     text = pp.pooled(rows, ["c"], ("eta1", "eta2"))
-    assert "paired with `eta2`" in text and "| eta1 | 3 | 1.000 | +1.000 ± 0.000 | 0.500 | 2.000 | 0.000 | 3.00 |" in text
+    assert "paired with `eta2`" in text
+    assert "| eta1 | 3 | 1.000 | +1.000 ± 0.000 | 0.500 | 2.000 | 0.000 | 3.00 |" in text
     # another reference by name
     text = pp.pooled(rows, ["c"], ("eta1", "eta2"), ref="eta1")
-    assert "paired with `eta1`" in text and "| eta2 | 3 | 0.000 | -1.000 ± 0.000 | 0.500 | 0.500 | 0.000 | 2.00 |" in text
+    assert "paired with `eta1`" in text
+    assert "| eta2 | 3 | 0.000 | -1.000 ± 0.000 | 0.500 | 0.500 | 0.000 | 2.00 |" in text
+
+
+def test_run_fits_each_variant_with_its_method_on_one_release(monkeypatch):
+    """``pooled`` is fitted by ``normalx-pooled``, the others by ``normalx-clt``, all on the release
+    of the replication made once (the fit itself is replaced by a recorder)."""
+    import bayes_dpreg as bd
+    from studies import coverage as cov
+    from studies import paper_priors as pp
+
+    seen, releases = [], []
+
+    def record(stats, method, prior, seed):
+        seen.append((method, id(stats)))
+        raise ValueError("recorded")
+
+    made = cov._releases
+    monkeypatch.setattr(cov, "_releases", lambda *a, **k: releases.append(1) or made(*a, **k))
+    monkeypatch.setattr(bd, "fit", record)
+    cell = next(c for c in cov.cells("paper") if c["id"] == "paper-d2-J1-eps5")
+    rows = pp.run(cell, [0], ("eta1", "pooled", "eta2"), 2026, str(cov.DATA_DIR))
+    assert [(r["variant"], r["method"]) for r in rows] == [
+        ("eta1", "normalx-clt"),
+        ("pooled", "normalx-pooled"),
+        ("eta2", "normalx-clt"),
+    ]
+    assert [m for m, _ in seen] == ["normalx-clt", "normalx-pooled", "normalx-clt"]
+    assert len(releases) == 1 and len({s for _, s in seen}) == 1
