@@ -8,9 +8,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _shared import clt_sbc_pvalues
 from scipy.stats import multivariate_normal
 
-from bayes_dpreg.posterior import sbc as sbc_mod
 from bayes_dpreg.model.densities import ModelData, prior_dist, upper
 from bayes_dpreg.model.prior import Prior
 from bayes_dpreg.model.wishart_moments import ss_moments
@@ -164,20 +164,8 @@ def test_sbc_where_the_clt_holds():
     """Simulated from the exact normalX model (Wishart ``S_j``), ``n_j = 3000``, noise that matters;
     the CLT sampler's ranks of ``theta``, ``sigma2``, ``Sigma_x`` are uniform, under the bound
     ``sigma_y^2 <= 0.4`` (13% of ``IG(3, 0.5)`` above it), as the default prior bounds it."""
-    pr = Prior(C=0.25, a=3.0, b=0.5, Lambda=2.0, eta=1.0, sigma2_max=0.4).resolve(2, None)
-    res = sbc_mod.sbc(
-        jax.random.key(7),
-        "normalx-clt",
-        pr,
-        np.array([3000, 3000]),
-        200.0,
-        200.0,
-        replications=120,
-        num_draws=49,
-        thin=2,
-        num_warmup=200,
-    )
-    assert min(res.pvalues.values()) > 1e-3, res.pvalues
+    pvalues = clt_sbc_pvalues("normalx-clt", jax.random.key(7), [3000, 3000])
+    assert min(pvalues.values()) > 1e-3, pvalues
 
 
 def test_default_method_is_the_clt_sampler_unless_a_party_is_small(monkeypatch):

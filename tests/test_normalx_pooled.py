@@ -6,12 +6,11 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
+from _shared import clt_sbc_pvalues
 from entry_points import parties
 
 import bayes_dpreg as bd
 from bayes_dpreg.model.densities import model_data
-from bayes_dpreg.model.prior import Prior
-from bayes_dpreg.posterior import sbc as sbc_mod
 from bayes_dpreg.samplers import normalx_pooled as pooled
 from bayes_dpreg.stats import stack_stats as stack
 
@@ -69,17 +68,5 @@ def test_sbc_where_parties_pool(monkeypatch):
     lowered so that d = 2 pools): the ranks of ``theta``, ``sigma2``, ``Sigma_x`` are uniform."""
     monkeypatch.setattr(pooled, "POOL_DOF", 2)
     assert _groups([1500] * 4, [200.0] * 4, 2) == [[0, 2], [1, 3]]
-    pr = Prior(C=0.25, a=3.0, b=0.5, Lambda=2.0, eta=1.0, sigma2_max=0.4).resolve(2, None)
-    res = sbc_mod.sbc(
-        jax.random.key(11),
-        "normalx-pooled",
-        pr,
-        np.array([1500, 1500, 1500, 1500]),
-        200.0,
-        200.0,
-        replications=120,
-        num_draws=49,
-        thin=2,
-        num_warmup=200,
-    )
-    assert min(res.pvalues.values()) > 1e-3, res.pvalues
+    pvalues = clt_sbc_pvalues("normalx-pooled", jax.random.key(11), [1500, 1500, 1500, 1500])
+    assert min(pvalues.values()) > 1e-3, pvalues
