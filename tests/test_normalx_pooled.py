@@ -54,6 +54,16 @@ def test_pool_data_is_the_release_of_the_sums():
         pooled.pool_data(data, [np.array([0, 1])])
 
 
+def test_the_compile_notice_names_the_groups_not_the_parties():
+    from bayes_dpreg.samplers import normalx_clt
+    from bayes_dpreg.samplers.normalx_nuts import _pooled_notice
+
+    st = stack(parties(d=3, J=5, n=200))
+    data = pooled.pool_data(model_data(st), [np.array([0, 2]), np.array([1, 3, 4])])
+    notice = _pooled_notice(normalx_clt.KERNEL, st, data)
+    assert notice == "the sampler normalx_clt for the 5 parties' releases summed in 2 groups, d = 3"
+
+
 @pytest.mark.filterwarnings("ignore::bayes_dpreg.ConvergenceWarning")  # short chains: only their equality is tested
 def test_where_no_parties_pool_it_is_normalx_clt():
     stats = parties(d=3, J=4, n=300)

@@ -250,13 +250,15 @@ def run_chains(
     keep: Sequence[str] | None = None,
     extend: int = 0,
     more: Callable[[dict], bool] | None = None,
+    notice: str | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Run ``num_chains`` chains on one data set: draws and sample statistics, each
     ``(chain, draw, ...)``, after ``num_warmup`` iterations, every ``thin``-th.
 
     ``extend``, ``more``: up to ``extend`` times, while ``more(draws)`` says the chains
     have not mixed, every chain goes on from where it stopped (no new warm-up) for another
-    ``num_samples`` kept draws, which are appended."""
+    ``num_samples`` kept draws, which are appended. ``notice``: what a compile notice names (by
+    default the kernel's module and the data's shapes, :func:`_describe`)."""
     require_x64("the chain driver")
     total = num_warmup + num_samples * thin
     sizes = _chunks(total)
@@ -270,7 +272,7 @@ def run_chains(
     width = num_chains if batched else 1
     signature = (kernel, settings, sizes[0], batched, keep_t, _shapes(data), _shapes(pr))
     compiled = signature in _STARTED
-    with compile_notice(_describe(kernel, data)) if not compiled else contextlib.nullcontext():
+    with compile_notice(notice or _describe(kernel, data)) if not compiled else contextlib.nullcontext():
         if kernel.prepare is not None:
             data = kernel.prepare(data, pr, settings)
         states = [init(k, data, pr) for k in groups]
