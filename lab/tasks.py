@@ -9,14 +9,14 @@ import time
 from collections.abc import Callable, Container, Hashable, Sequence
 from typing import Any
 
-Task = tuple[dict[str, Any], list[int]]
+Task = tuple[Any, list[int]]  # (cell: a dict of studies.coverage, or a cell's id; replications)
 
 
 def pending(
-    cells: Sequence[dict[str, Any]],
+    cells: Sequence[Any],
     reps: int,
     chunk: int,
-    keys: Callable[[dict[str, Any], int], Sequence[Hashable]],
+    keys: Callable[[Any, int], Sequence[Hashable]],
     done: Container[Hashable],
 ) -> list[Task]:
     """The tasks ``(cell, replications)`` left: replications ``0 .. reps - 1`` in blocks of ``chunk``,
@@ -37,7 +37,7 @@ def run_tasks(
     tasks: Sequence[Task],
     args: tuple[Any, ...],
     workers: int,
-    on_result: Callable[[dict[str, Any], list[int], list[dict[str, Any]], float], None],
+    on_result: Callable[[Any, list[int], list[dict[str, Any]], float], None],
     max_minutes: float | None = None,
 ) -> int:
     """``fn(cell, reps, *args)`` for every task in ``workers`` spawned processes; ``on_result(cell,

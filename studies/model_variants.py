@@ -87,11 +87,9 @@ the same replications.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import dataclasses
 import functools
 import math
-import multiprocessing
 import sys
 from pathlib import Path
 
@@ -99,6 +97,7 @@ import numpy as np
 
 from lab.paths import DATA_DIR, REPO
 from lab.rows import append_rows, read_rows
+from lab.tasks import run_tasks
 from studies import coverage as cov
 
 SEED = 2026
@@ -559,6 +558,11 @@ def _work(args: tuple[str, str, list[int], str, float]) -> list[dict]:
     return cov.fit_priors(cell, reps, SEED, data_dir, priors, ("normalx-nuts",), "variant")
 
 
+def _run(cid: str, reps: list[int], variant: str, data_dir: str, target_accept: float) -> list[dict]:
+    """:func:`_work` in :func:`lab.tasks.run_tasks`' calling convention."""
+    return _work((variant, cid, reps, data_dir, target_accept))
+
+
 def _summary(out: Path) -> str:
     new = read_rows(out / "model_variants_replications.csv")
     lines = [
@@ -606,23 +610,19 @@ def main() -> None:
     ap.add_argument("--out", default=str(REPO / "docs" / "results" / "coverage"))
     args = ap.parse_args()
     out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     path = out / "model_variants_replications.csv"
     label = args.variant if args.target_accept == 0.8 else f"{args.variant}, target accept {args.target_accept:g}"
     done = {(r["cell"], int(r["rep"]), r["variant"]) for r in read_rows(path)}
-    jobs = [
-        (args.variant, cid, [rep], args.data_dir, args.target_accept)
-        for cid in args.cells
-        for rep in range(args.reps)
-        if (cid, rep, label) not in done
-    ]
-    fields = cov.FIELDS + ["variant"]
-    ctx = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=ctx) as ex:
-        for rows in ex.map(_work, jobs):
-            for r in rows:
-                r["variant"] = label
-            append_rows(path, rows, fields)
-            print(f"{rows[0]['cell']} rep {rows[0]['rep']} ({rows[0]['seconds']:.1f} s)", flush=True)
+    tasks = [(cid, [rep]) for cid in args.cells for rep in range(args.reps) if (cid, rep, label) not in done]
+
+    def written(cid: str, reps: list[int], rows: list[dict], seconds: float) -> None:
+        for r in rows:
+            r["variant"] = label
+        append_rows(path, rows, cov.FIELDS + ["variant"])
+        print(f"{cid} rep {reps[0]} ({rows[0]['seconds']:.1f} s)", flush=True)
+
+    run_tasks(_run, tasks, (args.variant, args.data_dir, args.target_accept), args.workers, written)
     md = (
         f"command of the last run: `python -m studies.model_variants {' '.join(sys.argv[1:])}` (seed 2026; rows "
         "accumulate over runs, listed in docs/prior.md); `default` and `fixeds` are the coverage study's rows on "

@@ -18,8 +18,6 @@ plant and bike sharing in J = 5 blocks with ``theta ~ N(0, 0.2^2 I)``. Methods
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
-import multiprocessing
 import time
 from pathlib import Path
 
@@ -27,6 +25,7 @@ import numpy as np
 
 from lab.paths import DATA_DIR, REPO
 from lab.rows import write_rows
+from lab.tasks import run_tasks
 from studies import coverage as cov
 
 RULES = ("bounds", "auto", "auto-wide", "vague")
@@ -89,16 +88,9 @@ def main() -> None:
     ap.add_argument("--out", default=str(REPO / "docs" / "results" / "coverage"))
     args = ap.parse_args()
     t0 = time.perf_counter()
-    rows = []
-    ctx = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
-        futs = [
-            pool.submit(run, c, list(range(i, min(i + 5, args.reps))), args.seed, args.data_dir)
-            for c in CELLS
-            for i in range(0, args.reps, 5)
-        ]
-        for f in concurrent.futures.as_completed(futs):
-            rows += f.result()
+    rows: list[dict] = []
+    tasks = [(c, list(range(i, min(i + 5, args.reps)))) for c in CELLS for i in range(0, args.reps, 5)]
+    run_tasks(run, tasks, (args.seed, args.data_dir), args.workers, lambda c, reps, rs, t: rows.extend(rs))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     summary = []

@@ -16,9 +16,7 @@ Rows go to ``prior_sensitivity_replications.csv`` (a rerun skips what is there),
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import dataclasses
-import multiprocessing
 import sys
 import time
 import warnings
@@ -29,6 +27,7 @@ import numpy as np
 
 from lab.paths import DATA_DIR, REPO
 from lab.rows import append_rows, read_rows
+from lab.tasks import run_tasks
 from studies import coverage as cov
 
 SEED = 2026
@@ -130,6 +129,11 @@ def summary(rows: list[dict[str, str]], order: list[str]) -> str:
     return "\n".join(lines)
 
 
+def run_reps(cell_id: str, reps: list[int], data_dir: str) -> list[dict[str, Any]]:
+    """:func:`run_rep` for each of ``reps`` (:func:`lab.tasks.run_tasks`' calling convention)."""
+    return [row for rep in reps for row in run_rep(cell_id, rep, data_dir)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cells", nargs="+", default=CELLS)
@@ -142,16 +146,17 @@ def main() -> None:
 
     bd.configure_threads()  # one XLA CPU thread, inherited by the workers (bayes_dpreg.runtime.threads)
     out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     path = out / "prior_sensitivity_replications.csv"
     done = {(r["cell"], int(r["rep"])) for r in read_rows(path)}
     todo = [(c, rep) for c in args.cells for rep in range(args.reps) if (c, rep) not in done]
     t0 = time.perf_counter()
-    ctx = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
-        futures = {pool.submit(run_rep, c, rep, args.data_dir): (c, rep) for c, rep in todo}
-        for fut in concurrent.futures.as_completed(futures):
-            append_rows(path, fut.result(), FIELDS)
-            print(f"{futures[fut][0]} rep {futures[fut][1]} done ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+    def written(c: str, reps: list[int], rows: list[dict[str, Any]], seconds: float) -> None:
+        append_rows(path, rows, FIELDS)
+        print(f"{c} rep {reps[0]} done ({seconds:.0f} s)", flush=True)
+
+    run_tasks(run_reps, [(c, [rep]) for c, rep in todo], (args.data_dir,), args.workers, written)
     md = (
         f"command: `python -m studies.prior_sensitivity {' '.join(sys.argv[1:])}` (seed {SEED}; rows accumulate "
         f"over runs; last run {time.perf_counter() - t0:.0f} s with {args.workers} workers)\n\n"

@@ -29,8 +29,6 @@ A variant may carry NUTS's target acceptance after ``@`` (``default@0.8``). Rows
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
-import multiprocessing
 import time
 import warnings
 from collections.abc import Sequence
@@ -41,6 +39,7 @@ import numpy as np
 
 from lab.paths import DATA_DIR, REPO
 from lab.rows import append_rows, read_rows
+from lab.tasks import run_tasks
 from studies import coverage as cov
 
 SEED = 2026
@@ -148,6 +147,11 @@ def summary(path: Path, beside: Sequence[Path] = (), oracle: str = "oracle") -> 
     return "\n".join(out) + "\n"
 
 
+def replications(cell_id: str, reps: list[int], variants: tuple[str, ...]) -> list[dict[str, Any]]:
+    """:func:`replication` for each of ``reps`` (:func:`lab.tasks.run_tasks`' calling convention)."""
+    return [row for r in reps for row in replication((cell_id, r, variants))]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("cells", nargs="*", help="cell ids of studies/coverage.py")
@@ -162,17 +166,13 @@ def main(argv: list[str] | None = None) -> int:
     if a.summary:
         print(summary(a.out, a.beside, a.oracle))
         return 0
-    tasks = [(c, r, tuple(a.variants)) for r in range(*a.reps) for c in a.cells]
-    ctx = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(a.workers, mp_context=ctx) as ex:
-        for rows in ex.map(replication, tasks):
-            append_rows(a.out, rows, cov.FIELDS, ignore_extra=True)
-            print(
-                rows[0]["cell"],
-                rows[0]["rep"],
-                [(r["method"], r.get("cover90"), r.get("divergences")) for r in rows],
-                flush=True,
-            )
+
+    def written(c: str, reps: list[int], rows: list[dict[str, Any]], seconds: float) -> None:
+        append_rows(a.out, rows, cov.FIELDS, ignore_extra=True)
+        print(c, reps[0], [(r["method"], r.get("cover90"), r.get("divergences")) for r in rows], flush=True)
+
+    tasks = [(c, [r]) for r in range(*a.reps) for c in a.cells]
+    run_tasks(replications, tasks, (tuple(a.variants),), a.workers, written)
     return 0
 
 
