@@ -10,6 +10,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import bayes_dpreg as bd
 from bayes_dpreg.model.prior import prior_scales
@@ -20,18 +21,23 @@ from bayes_dpreg.stats import stack_stats
 
 
 def _fixeds_problem(d=2, J=3):
+    st = _stacked(d, J)
+    sampler = SAMPLERS["fixeds"]
+    pr = resolve_prior(None).resolve(st.d, prior_scales(st))
+    settings, _ = sampler.settings({}, st.d, 40)
+    return sampler, sampler.data(st), pr, settings
+
+
+def _stacked(d, J, intercept=False):
     r = np.random.default_rng(3)
     X = r.uniform(-0.5, 0.5, size=(1500, d))
     y = np.clip(X @ np.linspace(0.4, -0.3, d) + 0.1 * r.standard_normal(1500), -1, 1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        stats = [bd.release(a, b, epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=[5, j])
+        stats = [bd.release(a, b, epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=[5, j],
+                             intercept=intercept)
                  for j, (a, b) in enumerate(bd.split_parties(X, y, J))]
-    st = stack_stats(stats)
-    sampler = SAMPLERS["fixeds"]
-    pr = resolve_prior(None).resolve(st.d, prior_scales(st))
-    settings, _ = sampler.settings({}, st.d, 40)
-    return sampler, sampler.data(st), pr, settings
+    return stack_stats(stats)
 
 
 def _run(kernel, data, pr, settings):
@@ -131,3 +137,26 @@ def test_batches_of_replications_give_the_draws_of_one_batch():
     for a, b in zip(jax.tree.leaves(runs[0]), jax.tree.leaves(runs[1]), strict=True):
         assert a.shape[0] == R
         np.testing.assert_allclose(a, b, rtol=1e-10)  # programs of two batch shapes: equal up to rounding
+
+
+@pytest.mark.parametrize("method", ["normalx-nuts", "normalx-clt", "normalx-intercept"])
+def test_a_nuts_step_traces_where_its_init_was_never_traced(method):
+    """As in a process whose chains' first program came from disk (runtime/exported) and whose step's
+    did not: NumPyro's ``hmc`` sets the tree depth in ``init_kernel``'s closure, so the step must not
+    rely on ``init`` having been traced in this process (it raised ``assert max_treedepth is not None``)."""
+    from bayes_dpreg.samplers import normalx_nuts
+
+    st = _stacked(2, 3, intercept=method == "normalx-intercept")
+    sampler = SAMPLERS[method]
+    kernel = sampler.kernel
+    prior = resolve_prior(None)
+    pr = prior.resolve_intercept(st.d - 1, prior_scales(st)) if sampler.needs_intercept else prior.resolve(st.d, prior_scales(st))
+    settings, _ = sampler.settings({}, st.d, 40)
+    with jax.enable_x64(True):
+        data = sampler.data(st)
+        if kernel.prepare is not None:
+            data = kernel.prepare(data, pr, settings)
+        state = jax.eval_shape(lambda k, d, p: kernel.init(k, d, p, settings), jax.random.key(0), data, pr)
+        normalx_nuts._nuts_kernels.cache_clear()  # a fresh pair: init_kernel has not run for it
+        out = jax.eval_shape(lambda s, d, p: kernel.step(s, d, p, settings), state, data, pr)
+    assert jax.tree.structure(out) == jax.tree.structure(state)

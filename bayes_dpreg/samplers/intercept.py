@@ -162,8 +162,8 @@ def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: nn.NutsSettin
 
 def step(state: nn.NCState, data: ModelData, pr: ResolvedPrior, settings: nn.NutsSettings) -> nn.NCState:
     """One NUTS transition (adapting step size and mass matrix during warm-up)."""
-    _, sample_kernel = nn.nuts_kernels(settings, log_density)
-    return nn.NCState(sample_kernel(state.hmc, model_args=(data, pr, state.ref)), state.ref)
+    sample = nn.sample_kernel(settings, log_density, init, data, pr)
+    return nn.NCState(sample(state.hmc, model_args=(data, pr, state.ref)), state.ref)
 
 
 def draws(state: nn.NCState, data: ModelData, pr: ResolvedPrior, key: Array) -> dict:

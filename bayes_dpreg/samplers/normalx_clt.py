@@ -84,7 +84,16 @@ from ..model.prior import ResolvedPrior
 from ..runtime.cache import fit_jit
 from ..stats import StackedStats
 from .base import ChainKernel, MethodResult, Sampler
-from .normalx_nuts import NUTS_OPTIONS, NCState, NutsSettings, info, nuts_kernels, run_nuts, sigma_x_log_density
+from .normalx_nuts import (
+    NUTS_OPTIONS,
+    NCState,
+    NutsSettings,
+    info,
+    nuts_kernels,
+    run_nuts,
+    sample_kernel,
+    sigma_x_log_density,
+)
 from .normalx_nuts import settings as nuts_settings
 
 __all__ = [
@@ -603,8 +612,8 @@ def init(key: Array, cdata: CLTData, pr: ResolvedPrior, settings: NutsSettings) 
 
 def step(state: NCState, cdata: CLTData, pr: ResolvedPrior, settings: NutsSettings) -> NCState:
     """One NUTS transition (adapting step size and mass matrix during warm-up)."""
-    _, sample_kernel = nuts_kernels(settings, white_log_density)
-    return NCState(sample_kernel(state.hmc, model_args=(cdata.model, pr, state.ref)), state.ref)
+    sample = sample_kernel(settings, white_log_density, init, cdata, pr)
+    return NCState(sample(state.hmc, model_args=(cdata.model, pr, state.ref)), state.ref)
 
 
 def draws(state: NCState, cdata: CLTData, pr: ResolvedPrior, key: Array) -> dict:

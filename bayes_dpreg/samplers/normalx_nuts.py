@@ -279,13 +279,44 @@ def to_unconstrained(
     return {"v": xv, "c": c - ref.omega * _c_of(xv, ref.F0, data, ref), "ls2": sigma2_coordinate(sigma2, pr)}
 
 
-@functools.cache
 def nuts_kernels(settings: NutsSettings, log_density_fn: Any = None) -> tuple[Any, Any]:
     """NumPyro's NUTS ``(init_kernel, sample_kernel)`` on ``log_density_fn(z, data, pr, ref)``
     (default :func:`log_density`), whose ``model_args`` are ``(data, pr, ref)``. ``hmc`` keeps
-    the warm-up schedule in its closure, so each settings value gets its own pair."""
-    fn = log_density if log_density_fn is None else log_density_fn
-    return hmc(potential_fn_gen=lambda data, pr, ref: lambda z: -fn(z, data, pr, ref), algo="NUTS")
+    the warm-up schedule in its closure, so each settings value gets its own pair; the kernels'
+    ``step`` functions take the sample kernel from :func:`sample_kernel`."""
+    return _nuts_kernels(settings, log_density if log_density_fn is None else log_density_fn)
+
+
+@functools.cache
+def _nuts_kernels(settings: NutsSettings, fn: Any) -> tuple[Any, Any]:
+    init_kernel, sample_kernel = hmc(
+        potential_fn_gen=lambda data, pr, ref: lambda z: -fn(z, data, pr, ref), algo="NUTS"
+    )
+    return _TracedInit(init_kernel), sample_kernel
+
+
+class _TracedInit:
+    """NumPyro's ``init_kernel``, recording that it ran (was traced) in this process."""
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel, self.traced = kernel, False
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        out = self.kernel(*args, **kwargs)
+        self.traced = True
+        return out
+
+
+def sample_kernel(settings: NutsSettings, log_density_fn: Any, init_fn: Any, data: Any, pr: ResolvedPrior) -> Any:
+    """:func:`nuts_kernels`' ``sample_kernel``, its closure set. NumPyro's ``hmc`` sets the tree depth
+    and the warm-up schedule when ``init_kernel`` runs; where the chains' first program came from disk
+    (:mod:`bayes_dpreg.runtime.exported`) and the step's did not, ``init_kernel`` never ran in this
+    process and tracing the step failed (``assert max_treedepth is not None``). Then the kernel's
+    ``init_fn(key, data, pr, settings)`` is traced here first, abstractly (nothing computed)."""
+    init_kernel, sample = nuts_kernels(settings, log_density_fn)
+    if not init_kernel.traced:
+        jax.eval_shape(lambda k, d, p: init_fn(k, d, p, settings), jax.random.key(0), data, pr)
+    return sample
 
 
 def init(key: Array, data: ModelData, pr: ResolvedPrior, settings: NutsSettings) -> NCState:
@@ -336,8 +367,8 @@ def mass_matrix(kind: str, dim: int, level_dim: int, level_sites: tuple[str, ...
 
 def step(state: NCState, data: ModelData, pr: ResolvedPrior, settings: NutsSettings) -> NCState:
     """One NUTS transition (adapting step size and mass matrix during warm-up)."""
-    _, sample_kernel = nuts_kernels(settings)
-    return NCState(sample_kernel(state.hmc, model_args=(data, pr, state.ref)), state.ref)
+    sample = sample_kernel(settings, None, init, data, pr)
+    return NCState(sample(state.hmc, model_args=(data, pr, state.ref)), state.ref)
 
 
 def draws(state: NCState, data: ModelData, pr: ResolvedPrior, key: Array) -> dict:
