@@ -1,5 +1,6 @@
 """Helpers shared by several test modules (imported as ``from _shared import ...``)."""
 
+import functools
 import warnings
 
 import jax
@@ -9,6 +10,8 @@ import numpy as np
 import bayes_dpreg as bd
 from bayes_dpreg.model.closed_form import collapsed_log_lik, party_terms, theta_conditional
 from bayes_dpreg.model.densities import prior_dists
+from bayes_dpreg.model.prior import Prior, prior_scales
+from bayes_dpreg.stats import stack_stats
 
 
 def linear_stats(d, J, n, eps, bound, theta=None, seed=0):
@@ -79,3 +82,30 @@ def clt_sbc_pvalues(method, key, n):
     pr = Prior(C=0.25, a=3.0, b=0.5, Lambda=2.0, eta=1.0, sigma2_max=0.4).resolve(2, None)
     res = sbc.sbc(key, method, pr, np.asarray(n), 200.0, 200.0, replications=120, num_draws=49, thin=2, num_warmup=200)
     return res.pvalues
+
+
+RELEASES = {"ssp": bd.release, "bs": bd.release_bs, "adassp": bd.release_adassp}
+
+
+@functools.cache
+def _sampler_stats(mechanism: str, intercept: bool):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, (600, 2))
+    y = X @ np.array([0.5, -0.3]) + 0.1 * rng.standard_normal(600)
+    kw = {"intercept": True} if intercept else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return stack_stats([
+            RELEASES[mechanism](Xj, yj, epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j, **kw)
+            for j, (Xj, yj) in enumerate(bd.split_parties(X, y, 2))
+        ])
+
+
+def sampler_problem(sampler):
+    """A tiny problem for ``sampler`` (d = 2, J = 2): stacked statistics of the release it takes and
+    the prior ``fit`` would resolve."""
+    st = _sampler_stats(sampler.mechanisms[0], sampler.needs_intercept)
+    prior = Prior().for_families(sampler.sigma_x_priors, sampler.name)
+    scales = prior_scales(st)
+    pr = prior.resolve_intercept(st.d - 1, scales) if sampler.needs_intercept else prior.resolve(st.d, scales)
+    return st, pr

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _shared import sampler_problem
 
 import bayes_dpreg as bd
 from bayes_dpreg.model.prior import prior_scales
@@ -21,23 +22,18 @@ from bayes_dpreg.stats import stack_stats
 
 
 def _fixeds_problem(d=2, J=3):
-    st = _stacked(d, J)
-    sampler = SAMPLERS["fixeds"]
-    pr = resolve_prior(None).resolve(st.d, prior_scales(st))
-    settings, _ = sampler.settings({}, st.d, 40)
-    return sampler, sampler.data(st), pr, settings
-
-
-def _stacked(d, J, intercept=False):
     r = np.random.default_rng(3)
     X = r.uniform(-0.5, 0.5, size=(1500, d))
     y = np.clip(X @ np.linspace(0.4, -0.3, d) + 0.1 * r.standard_normal(1500), -1, 1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        stats = [bd.release(a, b, epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=[5, j],
-                             intercept=intercept)
+        stats = [bd.release(a, b, epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=[5, j])
                  for j, (a, b) in enumerate(bd.split_parties(X, y, J))]
-    return stack_stats(stats)
+    st = stack_stats(stats)
+    sampler = SAMPLERS["fixeds"]
+    pr = resolve_prior(None).resolve(st.d, prior_scales(st))
+    settings, _ = sampler.settings({}, st.d, 40)
+    return sampler, sampler.data(st), pr, settings
 
 
 def _run(kernel, data, pr, settings):
@@ -146,11 +142,9 @@ def test_a_nuts_step_traces_where_its_init_was_never_traced(method):
     rely on ``init`` having been traced in this process (it raised ``assert max_treedepth is not None``)."""
     from bayes_dpreg.samplers import normalx_nuts
 
-    st = _stacked(2, 3, intercept=method == "normalx-intercept")
     sampler = SAMPLERS[method]
     kernel = sampler.kernel
-    prior = resolve_prior(None)
-    pr = prior.resolve_intercept(st.d - 1, prior_scales(st)) if sampler.needs_intercept else prior.resolve(st.d, prior_scales(st))
+    st, pr = sampler_problem(sampler)
     settings, _ = sampler.settings({}, st.d, 40)
     with jax.enable_x64(True):
         data = sampler.data(st)

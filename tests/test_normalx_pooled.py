@@ -56,12 +56,13 @@ def test_pool_data_is_the_release_of_the_sums():
 
 def test_the_compile_notice_names_the_groups_not_the_parties():
     from bayes_dpreg.samplers import normalx_clt
-    from bayes_dpreg.samplers.normalx_nuts import _pooled_notice
+    from bayes_dpreg.samplers.base import _describe
 
     st = stack(parties(d=3, J=5, n=200))
     data = pooled.pool_data(model_data(st), [np.array([0, 2]), np.array([1, 3, 4])])
-    notice = _pooled_notice(normalx_clt.KERNEL, st, data)
+    notice = _describe(normalx_clt.KERNEL, data, st.J)
     assert notice == "the sampler normalx_clt for the 5 parties' releases summed in 2 groups, d = 3"
+    assert _describe(normalx_clt.KERNEL, model_data(st), st.J) == "the sampler normalx_clt for J = 5 parties, d = 3"
 
 
 @pytest.mark.filterwarnings("ignore::bayes_dpreg.ConvergenceWarning")  # short chains: only their equality is tested

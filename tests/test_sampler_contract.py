@@ -2,22 +2,17 @@
 studies rely on, checked for each entry of :data:`bayes_dpreg.samplers.SAMPLERS` on a tiny problem
 (d = 2, J = 2, a few iterations)."""
 
-import functools
 import inspect
-import warnings
 
 import jax
 import numpy as np
 import pytest
+from _shared import sampler_problem
 
-import bayes_dpreg as bd
-from bayes_dpreg.model.prior import Prior, prior_scales
 from bayes_dpreg.samplers import SAMPLERS
 from bayes_dpreg.samplers.base import MethodResult, run_chains
-from bayes_dpreg.stats import stack_stats
 
 NAMES = sorted(SAMPLERS)
-RELEASES = {"ssp": bd.release, "bs": bd.release_bs, "adassp": bd.release_adassp}
 # the chain driver's own options (run_chains: thin, progress_bar, extend), with their defaults
 RUN_DEFAULTS = {"thinning": 1, "progress_bar": False, "extend": 0}
 CHAINS, WARMUP, DRAWS = 2, 5, 5
@@ -27,29 +22,6 @@ CHEAP = {"level_moves": False}
 # test_intercept.py run them): their run here is on demand (pytest -m slow), the checks without a run are not
 SLOW = {"normalx-nuts", "normalx-clt", "normalx-intercept"}
 RUNS = [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in NAMES]
-
-
-@functools.cache
-def _stats(mechanism: str, intercept: bool):
-    rng = np.random.default_rng(0)
-    X = rng.uniform(-0.5, 0.5, (600, 2))
-    y = X @ np.array([0.5, -0.3]) + 0.1 * rng.standard_normal(600)
-    kw = {"intercept": True} if intercept else {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return stack_stats([
-            RELEASES[mechanism](Xj, yj, epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j, **kw)
-            for j, (Xj, yj) in enumerate(bd.split_parties(X, y, 2))
-        ])
-
-
-def _problem(sampler):
-    """Stacked statistics of the release the sampler takes and the prior ``fit`` would resolve."""
-    st = _stats(sampler.mechanisms[0], sampler.needs_intercept)
-    prior = Prior().for_families(sampler.sigma_x_priors, sampler.name)
-    scales = prior_scales(st)
-    pr = prior.resolve_intercept(st.d - 1, scales) if sampler.needs_intercept else prior.resolve(st.d, scales)
-    return st, pr
 
 
 def _defaults(sampler, d: int) -> dict:
@@ -92,7 +64,7 @@ def test_declared_options_are_accepted_and_others_refused(name):
     """``run`` takes every declared option (at its default) and refuses an undeclared one by
     name, before any sampling: a declared option that ``run`` does not take is named instead."""
     sampler = SAMPLERS[name]
-    st, pr = _problem(sampler)
+    st, pr = sampler_problem(sampler)
     options = {**_defaults(sampler, st.d), "not_an_option": 1}  # the unknown one last
     with pytest.raises(TypeError) as err:
         sampler.run(st, pr, jax.random.key(0), CHAINS, DRAWS, WARMUP, **options)
@@ -109,7 +81,7 @@ def test_the_option_check_catches_an_option_that_run_does_not_take():
     with pytest.raises(pytest.fail.Exception, match="target_accept_S_typo"):
         _defaults(sampler, 2)
     sampler = replace(SAMPLERS["fast"], options=SAMPLERS["fast"].options + ("thinning",))
-    st, pr = _problem(sampler)
+    st, pr = sampler_problem(sampler)
     with pytest.raises(TypeError, match="thinning"):
         sampler.run(st, pr, jax.random.key(0), CHAINS, DRAWS, WARMUP, **_defaults(sampler, st.d))
 
@@ -121,7 +93,7 @@ def test_run_and_the_chain_kernel_give_finite_draws(name):
     ``settings`` reads off those options (the program ``run`` compiled), and its sample statistics
     have the same leading axes."""
     sampler = SAMPLERS[name]
-    st, pr = _problem(sampler)
+    st, pr = sampler_problem(sampler)
     options = _defaults(sampler, st.d)
     options.update({k: v for k, v in CHEAP.items() if k in options})
     res = sampler.run(st, pr, jax.random.key(0), CHAINS, DRAWS, WARMUP, **options)

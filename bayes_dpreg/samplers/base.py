@@ -250,15 +250,15 @@ def run_chains(
     keep: Sequence[str] | None = None,
     extend: int = 0,
     more: Callable[[dict], bool] | None = None,
-    notice: str | None = None,
+    parties: int | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Run ``num_chains`` chains on one data set: draws and sample statistics, each
     ``(chain, draw, ...)``, after ``num_warmup`` iterations, every ``thin``-th.
 
     ``extend``, ``more``: up to ``extend`` times, while ``more(draws)`` says the chains
     have not mixed, every chain goes on from where it stopped (no new warm-up) for another
-    ``num_samples`` kept draws, which are appended. ``notice``: what a compile notice names (by
-    default the kernel's module and the data's shapes, :func:`_describe`)."""
+    ``num_samples`` kept draws, which are appended. ``parties``: how many parties' releases ``data``
+    sums, where it sums them (a compile notice names both, :func:`_describe`)."""
     require_x64("the chain driver")
     total = num_warmup + num_samples * thin
     sizes = _chunks(total)
@@ -272,7 +272,7 @@ def run_chains(
     width = num_chains if batched else 1
     signature = (kernel, settings, sizes[0], batched, keep_t, _shapes(data), _shapes(pr))
     compiled = signature in _STARTED
-    with compile_notice(notice or _describe(kernel, data)) if not compiled else contextlib.nullcontext():
+    with compile_notice(_describe(kernel, data, parties)) if not compiled else contextlib.nullcontext():
         if kernel.prepare is not None:
             data = kernel.prepare(data, pr, settings)
         states = [init(k, data, pr) for k in groups]
@@ -361,12 +361,17 @@ def _shapes(tree: Any) -> tuple:
     return tuple((np.shape(a), str(getattr(a, "dtype", type(a).__name__))) for a in jax.tree.leaves(tree))
 
 
-def _describe(kernel: ChainKernel, data: Any) -> str:
-    """``"the sampler normalx_clt for J = 5 parties, d = 5"`` (what a compile notice names)."""
+def _describe(kernel: ChainKernel, data: Any, parties: int | None = None) -> str:
+    """``"the sampler normalx_clt for J = 5 parties, d = 5"`` (what a compile notice names), or where
+    ``data`` sum the releases of more ``parties`` (``normalx-pooled``), ``"the sampler normalx_clt for
+    the 100 parties' releases summed in 5 groups, d = 50"``."""
     name = kernel.init.__module__.rsplit(".", 1)[-1]
     z = getattr(data, "z_tilde", None)
-    shape = f" for J = {z.shape[-2]} parties, d = {z.shape[-1]}" if z is not None and np.ndim(z) == 2 else ""
-    return f"the sampler {name}{shape}"
+    if z is None or np.ndim(z) != 2:
+        return f"the sampler {name}"
+    J, d = z.shape
+    who = f"J = {J} parties" if parties in (None, J) else f"the {parties} parties' releases summed in {J} groups"
+    return f"the sampler {name} for {who}, d = {d}"
 
 
 _STARTED: set = set()  # the (kernel, settings, shapes) run_chains has started in this process

@@ -454,7 +454,7 @@ def run_nuts(
         progress_bar=progress_bar,
         extend=positive_int("extend", extend, 0),
         more=needs_more_draws,
-        notice=None if data is None else _pooled_notice(kernel, st, data),
+        parties=None if data is None else st.J,
     )
     stats["tree_depth"] = np.floor(np.log2(np.maximum(stats["n_steps"], 1))).astype(np.int64) + 1
     attrs = {
@@ -468,12 +468,6 @@ def run_nuts(
         "extensions": (int(np.shape(stats["diverging"])[1]) // num_samples) - 1,
     }
     return MethodResult(samples, attrs, stats)
-
-
-def _pooled_notice(kernel: ChainKernel, st: StackedStats, data: ModelData) -> str:
-    """What the compile notice names where the kernel's data are not the parties' own."""
-    name = kernel.init.__module__.rsplit(".", 1)[-1]
-    return f"the sampler {name} for the {st.J} parties' releases summed in {data.z_tilde.shape[-2]} groups, d = {st.d}"
 
 
 def run(
