@@ -17,7 +17,9 @@ transition <= 5%; fits with R-hat > 1.01 <= 2%; at least 100 replications.
 
 ``--variant NAME`` reads, in the directories of ``--dir`` that ``studies/paper_priors.py`` wrote
 (``paper_priors_replications.csv``), the default method's rows fitted with that prior variant
-(``eta1``: the separation prior with LKJ(1) correlations, the default since it was measured there).
+(``eta1``: the separation prior with LKJ(1) correlations, the default since it was measured there),
+and, as the oracle's (``oracle-clt``), its rows of the variant ``sigma_x`` (the generating ``Sigma_x``
+prior, :data:`ORACLE_VARIANT`) where it has them.
 
 ``--since COMMIT`` reads only the default method's rows added after ``COMMIT`` (those its CSV files
 did not hold then): the replications a later version of the sampler made, where the CSV files
@@ -45,6 +47,7 @@ MAX_ORACLE, MAX_FIXEDS = 1.25, 1.1  # RMSE ratios: simulated cells to the oracle
 MAX_DIVERGENT, MAX_RHAT = 0.05, 0.02  # fractions of fits
 MIN_REPS = 100
 ORACLES = {"normalx-clt": ("oracle-clt", "oracle"), "normalx-nuts": ("oracle",)}
+ORACLE_VARIANT = "sigma_x"  # studies.paper_priors' variant with the generating Sigma_x prior: the oracle
 
 
 def _by_rep(rows: list[dict], method: str) -> dict[tuple[str, int], dict]:
@@ -71,7 +74,8 @@ def rows_at(path: Path, commit: str) -> list[dict]:
 def _sources(suite: str, dirs: list[Path], ref_dir: Path, variant: str | None = None) -> list[tuple[Path, list[dict]]]:
     """``(csv path, rows)`` of ``suite`` in ``dirs`` and then ``ref_dir``, in that order of precedence.
     With ``variant``, a directory of ``studies.paper_priors`` (``paper_priors_replications.csv``) gives
-    its rows of that prior variant (of this suite's cells) instead."""
+    its rows of that prior variant (of this suite's cells) instead, and its :data:`ORACLE_VARIANT` rows
+    as the oracle's (method ``oracle-clt``)."""
     paths = [d / f"{suite}_replications.csv" for d in dirs]
     ref = ref_dir / f"{suite}_replications.csv"
     if ref.resolve() not in [p.resolve() for p in paths]:
@@ -81,7 +85,9 @@ def _sources(suite: str, dirs: list[Path], ref_dir: Path, variant: str | None = 
     for p in paths:
         pp = p.parent / "paper_priors_replications.csv"
         if variant is not None and p.parent in dirs and pp.exists():
-            out.append((pp, [r for r in read_rows(pp) if r.get("variant") == variant and r["cell"] in ids]))
+            rows = [r for r in read_rows(pp) if r["cell"] in ids]
+            oracle = [r | {"method": "oracle-clt"} for r in rows if r.get("variant") == ORACLE_VARIANT]
+            out.append((pp, [r for r in rows if r.get("variant") == variant] + oracle))
         else:
             out.append((p, read_rows(p)))
     return out

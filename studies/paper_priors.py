@@ -17,7 +17,8 @@ measured it, with LKJ(2) correlations (``STUDIED_ETA``; ``bd.Prior()`` has had L
 factors, the separation prior's correlations by name: ``eta1``, LKJ(1) (uniform; the default since
 it was measured here), and ``eta2``, LKJ(2) (the same prior as ``default``); and ``pooled``: ``eta1``'s
 prior fitted by ``normalx-pooled`` (the parties' releases summed within groups) instead of
-``normalx-clt`` (``--ref eta1`` pairs the pooled table with it). Per fit, beside the
+``normalx-clt`` (``--ref eta1`` pairs the pooled table with it); ``nuts``: the same, fitted by the
+exact ``normalx-nuts``. Per fit, beside the
 coverage study's columns, the posterior median of ``sigma_y^2`` (the truth is 1). Rows are
 appended to ``paper_priors_replications.csv`` as tasks finish (a rerun skips what is there); the
 summary, over every row there of the given cells and variants, per cell and variant, is
@@ -42,9 +43,10 @@ from lab.rows import append_rows, read_rows
 from lab.tasks import pending, run_tasks
 from studies import coverage as cov
 
-VARIANTS = ("default", "sigma2", "theta", "sigma_x", "all", "eta1", "eta2", "pooled")
-ETA_VARIANTS = ("default", "eta1", "eta2", "pooled")  # the ones outside the paper suite: no generating prior to swap in
-METHOD = {"pooled": "normalx-pooled"}  # the variants not fitted by normalx-clt
+VARIANTS = ("default", "sigma2", "theta", "sigma_x", "all", "eta1", "eta2", "pooled", "nuts")
+# the variants outside the paper suite: no generating prior to swap in
+ETA_VARIANTS = ("default", "eta1", "eta2", "pooled", "nuts")
+METHOD = {"pooled": "normalx-pooled", "nuts": "normalx-nuts"}  # the variants not fitted by normalx-clt
 EPS5_CELLS = [f"paper-d{d}-J{J}-eps5" for d in (2, 5) for J in (1, 5, 10)]
 FIELDS = [*cov.FIELDS, "variant", "sigma2_median"]
 STUDIED_ETA = 2.0  # the default's LKJ concentration when these studies ran (bd.Prior(): 1.0 since 2026-11-28)
@@ -59,7 +61,7 @@ def variant_prior(variant: str, cell: dict[str, Any], rep: int, seed: int) -> An
         return base
     if variant in ("eta1", "eta2"):  # not generating factors: the separation prior's correlations LKJ(1), LKJ(2)
         return dataclasses.replace(base, eta=float(variant[-1]))
-    if variant == "pooled":  # eta1's prior, another sampler
+    if variant in ("pooled", "nuts"):  # eta1's prior, another sampler
         return dataclasses.replace(base, eta=1.0)
     if variant == "sigma_x":
         return cov.oracle_prior(cell, rep, seed)

@@ -25,17 +25,28 @@ def _params(seed: int) -> tuple[np.ndarray, np.ndarray, float]:
     return A @ A.T + 0.5 * np.eye(D), rng.standard_normal(D), float(rng.uniform(0.3, 2.0))
 
 
-def _dense_log_lik(W: np.ndarray, n: np.ndarray, s2: np.ndarray, Sigma: np.ndarray, theta: np.ndarray, sigma2: float):
+def _dense_log_lik(
+    W: np.ndarray,
+    n: np.ndarray,
+    s2: np.ndarray,
+    Sigma: np.ndarray,
+    theta: np.ndarray,
+    sigma2: float,
+    diag_var: np.ndarray | None = None,
+):
     """The released ``[upper(S~), z~]`` as one dense Gaussian per party: ``n_j`` times the one-row
-    moments of :mod:`bayes_dpreg.model.wishart_moments` (``y^2`` dropped) plus GOE noise."""
+    moments of :mod:`bayes_dpreg.model.wishart_moments` (``y^2`` dropped) plus GOE noise, or with
+    ``diag_var`` noise of that variance on the diagonal of ``S~_j`` instead of GOE's ``2 s2_j``."""
     mom = ss_moments(jnp.asarray(theta), jnp.asarray(sigma2), jnp.asarray(Sigma))
     k = mom.mean.shape[0] - 1
-    iu = np.triu_indices(D)
-    noise = np.concatenate([np.where(iu[0] == iu[1], 2.0, 1.0), np.ones(D)])
+    d = len(theta)
+    iu = np.triu_indices(d)
+    on_diag = np.concatenate([iu[0] == iu[1], np.zeros(d, bool)])
     total = 0.0
     for j in range(len(n)):
-        x = np.concatenate([W[j, :D, :D][iu], W[j, :D, D]])
-        cov = n[j] * np.asarray(mom.cov)[:k, :k] + s2[j] * np.diag(noise)
+        x = np.concatenate([W[j, :d, :d][iu], W[j, :d, d]])
+        noise = np.where(on_diag, 2.0 * s2[j] if diag_var is None else diag_var[j], s2[j])
+        cov = n[j] * np.asarray(mom.cov)[:k, :k] + np.diag(noise)
         total += multivariate_normal(n[j] * np.asarray(mom.mean)[:k], cov).logpdf(x)
     return total
 
@@ -55,6 +66,41 @@ def test_clt_likelihood_is_the_dense_gaussian_with_the_unreleased_entry_integrat
         ours = float(clt.clt_log_lik(St, jnp.asarray(W), jnp.asarray(n), jnp.asarray(s2)))
         diffs.append(_dense_log_lik(W, n, s2, Sigma, theta, sigma2) - ours)
     assert np.ptp(diffs) < 1e-8  # equal up to the dropped constant
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_exact_noise_likelihood_is_the_dense_gaussian_with_the_diagonal_noise_as_released(d):
+    """:func:`clt.clt_log_lik_exact` in a rotated frame (as the sampler sees the release) against
+    the dense Gaussian in the features' own axes, where the diagonal of ``S~_j`` has noise
+    variance ``2 s2_j - delta_j``; the unreleased entry must not matter."""
+    rng = np.random.default_rng(d)
+    n, s2, delta = np.array([50.0, 80.0]), np.array([3.0, 5.0]), np.array([4.0, 6.5])
+    Q = np.linalg.qr(rng.standard_normal((d, d)))[0]
+    Qt = np.eye(d + 1)
+    Qt[:d, :d] = Q
+    W = 60.0 * np.eye(d + 1) + 3.0 * rng.standard_normal((J, d + 1, d + 1))
+    W = (W + np.swapaxes(W, -1, -2)) / 2
+    diffs = []
+    for seed in (1, 2, 3):
+        A = np.random.default_rng(seed).standard_normal((d, d))
+        Sigma, theta, sigma2 = A @ A.T + 0.5 * np.eye(d), rng.standard_normal(d), float(rng.uniform(0.3, 2.0))
+        W[:, d, d] = rng.normal(size=J) * 100
+        St = clt.sigma_tilde(jnp.asarray(Q.T @ Sigma @ Q), jnp.asarray(Q.T @ theta), jnp.asarray(sigma2))
+        Wf = np.einsum("ka,jkl,lb->jab", Qt, W, Qt)
+        args = (jnp.asarray(n), jnp.asarray(s2), jnp.asarray(delta), jnp.asarray(Qt))
+        ours = float(clt.clt_log_lik_exact(St, jnp.asarray(Wf), *args))
+        diffs.append(_dense_log_lik(W, n, s2, Sigma, theta, sigma2, diag_var=2 * s2 - delta) - ours)
+    assert np.ptp(diffs) < 1e-8  # equal up to the dropped constant
+
+
+def test_exact_noise_likelihood_tends_to_the_orthogonal_ensembles():
+    n, s2 = jnp.array([50.0, 80.0]), jnp.array([3.0, 5.0])
+    Sigma, theta, sigma2 = _params(4)
+    St = clt.sigma_tilde(jnp.asarray(Sigma), jnp.asarray(theta), jnp.asarray(sigma2))
+    W = n[:, None, None] * St + 2.0 * jnp.eye(D + 1)
+    goe = float(clt.clt_log_lik(St, W, n, s2))
+    exact = float(clt.clt_log_lik_exact(St, W, n, s2, jnp.full(J, 1e-9), jnp.eye(D + 1)))
+    assert abs(exact - goe) < 1e-6
 
 
 def test_clt_likelihood_gradient_matches_finite_differences_near_repeated_eigenvalues():
@@ -160,11 +206,13 @@ def test_log_density_is_the_models_plus_the_log_jacobian(family):
     assert np.ptp(diffs) < 1e-8
 
 
-def test_sbc_where_the_clt_holds():
+@pytest.mark.parametrize("d", [2, 3])
+def test_sbc_where_the_clt_holds(d):
     """Simulated from the exact normalX model (Wishart ``S_j``), ``n_j = 3000``, noise that matters;
     the CLT sampler's ranks of ``theta``, ``sigma2``, ``Sigma_x`` are uniform, under the bound
-    ``sigma_y^2 <= 0.4`` (13% of ``IG(3, 0.5)`` above it), as the default prior bounds it."""
-    pvalues = clt_sbc_pvalues("normalx-clt", jax.random.key(7), [3000, 3000])
+    ``sigma_y^2 <= 0.4`` (13% of ``IG(3, 0.5)`` above it), as the default prior bounds it. Both
+    likelihoods: the release's diagonal noise as released (d = 2) and augmented (d = 3)."""
+    pvalues = clt_sbc_pvalues("normalx-clt", jax.random.key(7), [3000, 3000], d)
     assert min(pvalues.values()) > 1e-3, pvalues
 
 

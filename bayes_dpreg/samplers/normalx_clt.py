@@ -26,7 +26,11 @@ this sampler has none. It rests on two facts.
   ``t_j,ab = n_j lambda_a lambda_b + s_j^2``. The added noise doubles the variance of the
   diagonal entries at most (along a unit direction ``u`` of ``S~`` by the factor
   ``2 / (2 - sum_k u_k^4)``, near 1 unless ``u`` is a coordinate axis); its draws come from a key
-  derived from the released values, so every chain sees the same augmented release.
+  derived from the released values, so every chain sees the same augmented release. Up to
+  :data:`EXACT_NOISE_MAX_D` features the diagonal is not augmented: :func:`clt_log_lik_exact`
+  takes its noise as released, by a rank-d Woodbury update of this likelihood (at d = 2 a
+  direction of feature space close to an axis, whose noise the augmentation nearly doubles, is
+  the rule, and one draw of the added noise moved the posterior of ``theta``).
 
 ``y_j^T y_j`` is not released: the Gaussian is integrated over that entry, a rank-one step.
 With ``Y = U^T (W~_j - n_j Sigma~) U`` (that entry set to its mean), ``K = 1 / t_j``,
@@ -102,6 +106,8 @@ __all__ = [
     "prepare",
     "clt_log_lik",
     "clt_log_lik_grads",
+    "clt_log_lik_exact",
+    "release_log_lik",
     "augment",
     "reference",
     "sigma_tilde",
@@ -125,6 +131,8 @@ class CLTReference(NamedTuple):
     signal: Array  # () theta^T Sigma_x theta at the pooled estimates (for theta's conditional)
     W: Array  # (J, d + 1, d + 1) [[S~, z~], [z~^T, 0]] after augmentation, in the frame
     s2: Array  # (J,) the augmented noise's off-diagonal variance
+    delta: Array  # (J,) where the diagonal is not augmented (EXACT_NOISE_MAX_D): 2 s2 less its noise variance
+    axes: Array  # (d + 1, d + 1) the frame's rotation: row k is the k-th released axis in the frame
     C_inv: Array  # (d, d) theta's prior precision in the frame
     Cm: Array  # (d,) C^{-1} m in the frame
     mode: Array  # (k,) the posterior mode of the raveled (v, b, log sigma_y^2) (0 before laplace)
@@ -246,6 +254,55 @@ def _rotate(Y: Array, U: Array) -> Array:
     return (jnp.swapaxes(YU, -1, -2).reshape(J * m, m) @ U).reshape(J, m, m)  # (U^T Y_j) U
 
 
+def clt_log_lik_exact(Sigma_t: Array, W: Array, n: Array, s2: Array, delta: Array, axes: Array) -> Array:
+    r""":func:`clt_log_lik` where the diagonal of each ``S~_j`` carries its release noise as released,
+    of variance ``2 s2_j - delta_j``, instead of being augmented to the orthogonal ensemble's
+    ``2 s2_j`` (the off-diagonal entries are augmented as before).
+
+    Augmenting the diagonal is exact but throws information away, most along a direction of
+    feature space close to a coordinate axis (noise variance up to doubled there): at d = 2 one of
+    the two directions of ``Sigma_x`` nearly always is, and where it is also the direction the
+    release barely resolves, the one draw of the added noise moves the posterior of ``theta``
+    (``docs/samplers.md``). Here the deficit is a rank-``d`` update of the orthogonal ensemble's
+    covariance ``Sigma`` (over the released entries) along ``E_k = e_k e_k^T``, and the unreleased
+    ``y^T y`` one of infinite variance along ``E_{d+1}``; Woodbury's identity in the eigenbasis of
+    ``Sigma~``, where ``<A, B> = A^T Sigma^{-1} B = sum_ab K_ab A~_ab B~_ab / 2``, gives
+
+    .. math::
+        \log p = -\tfrac12 \big(A + g_d^T N^{-1} g_d - (g_y + G_{yd} N^{-1} g_d)^2 / P'\big)
+        - \tfrac12 \big(\log|N| + \log P' + \log|\Sigma| + d \log\delta\big),
+
+    with ``g_k = <Y, E_k>``, ``G_kl = <E_k, E_l>``, ``N = I / delta - G_dd`` (positive definite: the
+    released noise's covariance is), ``P' = G_yy + G_yd N^{-1} G_dy``. ``E_k`` in the eigenbasis is
+    ``u_k u_k^T`` with ``u_k`` row ``k`` of ``axes U``: ``O(J d^4)`` a party, against ``O(J d^3)`` for
+    :func:`clt_log_lik`; its derivative is JAX's. With ``delta -> 0`` it is :func:`clt_log_lik`."""
+    m = Sigma_t.shape[-1]
+    d = m - 1
+    lam, U = jnp.linalg.eigh(Sigma_t)
+    Y = W - n[:, None, None] * Sigma_t
+    Y = Y.at[:, d, d].set(0.0)
+    Yr = _rotate(Y, U)
+    t = n[:, None, None] * (lam[:, None] * lam[None, :]) + s2[:, None, None]
+    K = 1.0 / t
+    u = axes @ U  # (m, m): row k is E_k's vector in the eigenbasis
+    A = 0.5 * (Yr**2 * K).sum((-2, -1))
+    g = 0.5 * jnp.einsum("ka,jab,kb->jk", u, Yr * K, u)  # (J, m)
+    uu = u[:, None, :] * u[None, :, :]  # (m, m, m): u_k o u_l
+    G = 0.5 * jnp.einsum("kla,jab,klb->jkl", uu, K, uu)  # (J, m, m)
+    N = jnp.eye(d, dtype=K.dtype) / delta[:, None, None] - G[:, :d, :d]
+    Ln = jnp.linalg.cholesky(N)
+    solve = lambda b: jax.scipy.linalg.cho_solve((Ln, True), b)
+    Ng = solve(g[:, :d, None])[..., 0]  # (J, d)
+    NG = solve(G[:, :d, d:])[..., 0]  # (J, d)
+    P = G[:, d, d] + (G[:, d, :d] * NG).sum(-1)
+    B = g[:, d] + (G[:, d, :d] * Ng).sum(-1)
+    quad = A + (g[:, :d] * Ng).sum(-1) - B**2 / P
+    log_t = jnp.log(t)
+    log_det = 0.5 * (log_t.sum((-2, -1)) + jnp.diagonal(log_t, axis1=-2, axis2=-1).sum(-1))
+    log_N = 2.0 * jnp.log(jnp.diagonal(Ln, axis1=-2, axis2=-1)).sum(-1)
+    return (-0.5 * quad - 0.5 * (log_N + jnp.log(P) + log_det + d * jnp.log(delta))).sum()
+
+
 def sigma_tilde(Sigma_x: Array, theta: Array, sigma2: Array) -> Array:
     """``Sigma~``, the covariance of ``(x, y)`` (module docstring)."""
     c = Sigma_x @ theta
@@ -264,17 +321,19 @@ def _augment_key(data: ModelData) -> Array:
     return key
 
 
-def augment(data: ModelData, key: Array) -> tuple[Array, Array]:
+def augment(data: ModelData, key: Array, diagonal: bool = True) -> tuple[Array, Array]:
     """``(W~, s2)``: the release as ``(d + 1) x (d + 1)`` matrices with independent noise added so
     that their noise is the Gaussian orthogonal ensemble of off-diagonal variance
-    ``s2 = max(sigma_S^2, sigma_z^2)`` (module docstring); the last diagonal entry is 0."""
+    ``s2 = max(sigma_S^2, sigma_z^2)`` (module docstring); the last diagonal entry is 0. Without
+    ``diagonal`` the diagonal of ``S~`` is left as released (:func:`clt_log_lik_exact`)."""
     J, d = data.z_tilde.shape
     sS2, sz2 = data.sigma_S**2, data.sigma_z**2
     s2 = jnp.maximum(sS2, sz2)
     k_S, k_z = jax.random.split(key)
     iu = np.triu_indices(d)
     root = lambda v: jnp.sqrt(jnp.maximum(v, 0.0))  # compiled, s2 - sS2 may round below 0
-    sd = jnp.where(iu[0] == iu[1], root(2.0 * s2 - sS2)[:, None], root(s2 - sS2)[:, None])
+    sd_diag = root(2.0 * s2 - sS2) if diagonal else jnp.zeros_like(s2)
+    sd = jnp.where(iu[0] == iu[1], sd_diag[:, None], root(s2 - sS2)[:, None])
     E = (
         jnp.zeros((J, d, d), data.S_tilde.dtype)
         .at[:, iu[0], iu[1]]
@@ -297,7 +356,9 @@ def reference(data: ModelData, pr: ResolvedPrior) -> CLTReference:
     noise = jnp.sqrt((data.sigma_S**2).sum()) / (n * jnp.trace(Sx0) / d)
     lam, Q = jnp.linalg.eigh(Sx0)
     lam, Q = lam[::-1], Q[:, ::-1]
-    W, s2 = augment(data, _augment_key(data))
+    exact = exact_noise(d)
+    W, s2 = augment(data, _augment_key(data), diagonal=not exact)
+    delta = 2.0 * s2 - data.sigma_S**2 if exact else jnp.zeros_like(s2)
     Qt = jnp.zeros((d + 1, d + 1), W.dtype).at[:d, :d].set(Q).at[d, d].set(1.0)
     W = symmetrize(jnp.einsum("ka,jkl,lb->jab", Qt, W, Qt))
     v0 = log_cholesky(Q.T @ Sx0 @ Q)
@@ -308,7 +369,14 @@ def reference(data: ModelData, pr: ResolvedPrior) -> CLTReference:
     Cm = C_inv @ (Q.T @ jnp.asarray(pr.m))
     k = d * (d + 1) // 2 + d + 1
     eye = jnp.eye(k, dtype=W.dtype)
-    return CLTReference(Q, v0, jnp.sqrt(1.0 / n + noise**2), signal, W, s2, C_inv, Cm, jnp.zeros(k, W.dtype), eye)
+    zero = jnp.zeros(k, W.dtype)
+    return CLTReference(Q, v0, jnp.sqrt(1.0 / n + noise**2), signal, W, s2, delta, Qt, C_inv, Cm, zero, eye)
+
+
+def exact_noise(d: int) -> bool:
+    """Whether the likelihood takes the release noise of the diagonal as released
+    (:func:`clt_log_lik_exact`) rather than augmented: up to :data:`EXACT_NOISE_MAX_D` features."""
+    return d <= EXACT_NOISE_MAX_D
 
 
 def _diag(d: int) -> np.ndarray:
@@ -361,8 +429,16 @@ def log_density(z: dict, data: ModelData, pr: ResolvedPrior, ref: CLTReference) 
         + log_jac_theta
         + prior_dist(pr, "sigma2").log_prob(sigma2)
         + sigma2_of(z["ls2"], pr)[1]
-        + clt_log_lik(Sigma_t, ref.W, data.n, ref.s2)
+        + release_log_lik(Sigma_t, data, ref)
     )
+
+
+def release_log_lik(Sigma_t: Array, data: ModelData, ref: CLTReference) -> Array:
+    """The release's CLT likelihood: :func:`clt_log_lik_exact` up to :data:`EXACT_NOISE_MAX_D`
+    features (:func:`exact_noise`), :func:`clt_log_lik` above."""
+    if exact_noise(ref.W.shape[-1] - 1):
+        return clt_log_lik_exact(Sigma_t, ref.W, data.n, ref.s2, ref.delta, ref.axes)
+    return clt_log_lik(Sigma_t, ref.W, data.n, ref.s2)
 
 
 def theta_log_prior(theta: Array, ref: CLTReference) -> Array:
@@ -649,6 +725,7 @@ TARGET_ACCEPT_MAX_D = 10
 TARGET_ACCEPT_LARGE_D = 0.8
 NUM_WARMUP = 250  # in the Laplace frame the posterior starts near N(0, I): 250 warm-up iterations gave the
 # posterior of 500 within Monte Carlo error on the coverage suites' releases (studies/warmup.py, docs/samplers.md)
+EXACT_NOISE_MAX_D = 2  # measured at d = 2 (docs/samplers.md); above, the augmented likelihood until measured there
 EXTEND = 1  # chains that mix too slowly go on once for num_samples more draws (docs/samplers.md: R-hat flags)
 
 
