@@ -163,6 +163,17 @@ class _CLTTerms(NamedTuple):
 
 
 def _clt_terms(Sigma_t: Array, W: Array, n: Array, s2: Array) -> _CLTTerms:
+    lam, U, Yr, K, A, log_det = _ensemble_terms(Sigma_t, W, n, s2)
+    q = U[-1]
+    B = 0.5 * jnp.einsum("a,jab,b->j", q, Yr * K, q)
+    P = 0.5 * jnp.einsum("a,jab,b->j", q**2, K, q**2)
+    value = (-0.5 * (A - B**2 / P) - 0.5 * jnp.log(P) - 0.5 * log_det).sum()
+    return _CLTTerms(value, lam, U, Yr, K, B / P, P)
+
+
+def _ensemble_terms(Sigma_t: Array, W: Array, n: Array, s2: Array) -> tuple[Array, ...]:
+    """``(lam, U, Y~, K, A, log|Sigma| / 2)`` per party, the orthogonal ensemble's likelihood before the
+    unreleased entry is integrated out (module docstring)."""
     last = Sigma_t.shape[-1] - 1
     lam, U = jnp.linalg.eigh(Sigma_t)
     Y = W - n[:, None, None] * Sigma_t
@@ -170,14 +181,10 @@ def _clt_terms(Sigma_t: Array, W: Array, n: Array, s2: Array) -> _CLTTerms:
     Yr = _rotate(Y, U)
     t = n[:, None, None] * (lam[:, None] * lam[None, :]) + s2[:, None, None]
     K = 1.0 / t
-    q = U[last]
     A = 0.5 * (Yr**2 * K).sum((-2, -1))
-    B = 0.5 * jnp.einsum("a,jab,b->j", q, Yr * K, q)
-    P = 0.5 * jnp.einsum("a,jab,b->j", q**2, K, q**2)
     log_t = jnp.log(t)
     log_det = 0.5 * (log_t.sum((-2, -1)) + jnp.diagonal(log_t, axis1=-2, axis2=-1).sum(-1))
-    value = (-0.5 * (A - B**2 / P) - 0.5 * jnp.log(P) - 0.5 * log_det).sum()
-    return _CLTTerms(value, lam, U, Yr, K, B / P, P)
+    return lam, U, Yr, K, A, log_det
 
 
 def clt_log_lik_grads(Sigma_t: Array, W: Array, n: Array, s2: Array) -> tuple[Array, dict[str, Callable[[], Array]]]:
@@ -276,16 +283,9 @@ def clt_log_lik_exact(Sigma_t: Array, W: Array, n: Array, s2: Array, delta: Arra
     released noise's covariance is), ``P' = G_yy + G_yd N^{-1} G_dy``. ``E_k`` in the eigenbasis is
     ``u_k u_k^T`` with ``u_k`` row ``k`` of ``axes U``: ``O(J d^4)`` a party, against ``O(J d^3)`` for
     :func:`clt_log_lik`; its derivative is JAX's. With ``delta -> 0`` it is :func:`clt_log_lik`."""
-    m = Sigma_t.shape[-1]
-    d = m - 1
-    lam, U = jnp.linalg.eigh(Sigma_t)
-    Y = W - n[:, None, None] * Sigma_t
-    Y = Y.at[:, d, d].set(0.0)
-    Yr = _rotate(Y, U)
-    t = n[:, None, None] * (lam[:, None] * lam[None, :]) + s2[:, None, None]
-    K = 1.0 / t
+    d = Sigma_t.shape[-1] - 1
+    _, U, Yr, K, A, log_det = _ensemble_terms(Sigma_t, W, n, s2)
     u = axes @ U  # (m, m): row k is E_k's vector in the eigenbasis
-    A = 0.5 * (Yr**2 * K).sum((-2, -1))
     g = 0.5 * jnp.einsum("ka,jab,kb->jk", u, Yr * K, u)  # (J, m)
     uu = u[:, None, :] * u[None, :, :]  # (m, m, m): u_k o u_l
     G = 0.5 * jnp.einsum("kla,jab,klb->jkl", uu, K, uu)  # (J, m, m)
@@ -297,8 +297,6 @@ def clt_log_lik_exact(Sigma_t: Array, W: Array, n: Array, s2: Array, delta: Arra
     P = G[:, d, d] + (G[:, d, :d] * NG).sum(-1)
     B = g[:, d] + (G[:, d, :d] * Ng).sum(-1)
     quad = A + (g[:, :d] * Ng).sum(-1) - B**2 / P
-    log_t = jnp.log(t)
-    log_det = 0.5 * (log_t.sum((-2, -1)) + jnp.diagonal(log_t, axis1=-2, axis2=-1).sum(-1))
     log_N = 2.0 * jnp.log(jnp.diagonal(Ln, axis1=-2, axis2=-1)).sum(-1)
     return (-0.5 * quad - 0.5 * (log_N + jnp.log(P) + log_det + d * jnp.log(delta))).sum()
 
