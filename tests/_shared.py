@@ -73,8 +73,8 @@ def assert_density_is_reference_up_to_a_constant(log_density, reference, x1, see
 
 def clt_sbc_pvalues(method, key, n, d=2):
     """SBC p-values of a CLT sampler (``normalx-clt``, ``normalx-pooled``) on data from the exact
-    Wishart model, ``d`` features (2: the likelihood with the release's diagonal noise as released;
-    3: augmented to the orthogonal ensemble, ``normalx_clt.exact_noise``), noise sd 200 on ``S~`` and ``z~``, under the bound ``sigma_y^2 <= 0.4``
+    Wishart model, ``d`` features (the likelihood with the release's diagonal noise as released or
+    augmented to the orthogonal ensemble by ``d``: ``normalx_clt.exact_noise``), noise sd 200 on ``S~`` and ``z~``, under the bound ``sigma_y^2 <= 0.4``
     (13% of ``IG(3, 0.5)`` above it), as the default prior bounds it: 120 data sets, 49 draws
     thinned by 2 after 200 warm-up iterations."""
     from bayes_dpreg.model.prior import Prior

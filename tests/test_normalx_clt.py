@@ -197,7 +197,7 @@ def test_log_density_is_the_models_plus_the_log_jacobian(family):
             prior_dist(pr, "Sigma_x").log_prob(Sigma)
             + prior_dist(pr, "theta").log_prob(theta)
             + prior_dist(pr, "sigma2").log_prob(sigma2)
-            + clt.clt_log_lik(clt.sigma_tilde(ref.Q.T @ Sigma @ ref.Q, ref.Q.T @ theta, sigma2), ref.W, data.n, ref.s2)
+            + clt.release_log_lik(clt.sigma_tilde(ref.Q.T @ Sigma @ ref.Q, ref.Q.T @ theta, sigma2), data, ref)
         )
         z = {"v": x[:p], "b": x[p : p + D], "ls2": x[-1]}
         return clt.log_density(z, data, pr, ref) - model - jnp.linalg.slogdet(jac)[1]
@@ -206,12 +206,13 @@ def test_log_density_is_the_models_plus_the_log_jacobian(family):
     assert np.ptp(diffs) < 1e-8
 
 
-@pytest.mark.parametrize("d", [2, 3])
+@pytest.mark.parametrize("d", [clt.EXACT_NOISE_MAX_D, clt.EXACT_NOISE_MAX_D + 1])
 def test_sbc_where_the_clt_holds(d):
     """Simulated from the exact normalX model (Wishart ``S_j``), ``n_j = 3000``, noise that matters;
     the CLT sampler's ranks of ``theta``, ``sigma2``, ``Sigma_x`` are uniform, under the bound
     ``sigma_y^2 <= 0.4`` (13% of ``IG(3, 0.5)`` above it), as the default prior bounds it. Both
-    likelihoods: the release's diagonal noise as released (d = 2) and augmented (d = 3)."""
+    likelihoods, at the largest d of the first and the smallest of the second
+    (:func:`clt.exact_noise`): the release's diagonal noise as released and augmented."""
     pvalues = clt_sbc_pvalues("normalx-clt", jax.random.key(7), [3000, 3000], d)
     assert min(pvalues.values()) > 1e-3, pvalues
 
