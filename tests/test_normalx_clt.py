@@ -75,7 +75,7 @@ def test_exact_noise_likelihood_is_the_dense_gaussian_with_the_diagonal_noise_as
     variance ``2 s2_j - delta_j``; the unreleased entry must not matter."""
     rng = np.random.default_rng(d)
     n, s2, delta = np.array([50.0, 80.0]), np.array([3.0, 5.0]), np.array([4.0, 6.5])
-    Q = np.linalg.qr(rng.standard_normal((d, d)))[0]
+    Q = _rotation(rng, d)
     Qt = np.eye(d + 1)
     Qt[:d, :d] = Q
     W = 60.0 * np.eye(d + 1) + 3.0 * rng.standard_normal((J, d + 1, d + 1))
@@ -93,7 +93,54 @@ def test_exact_noise_likelihood_is_the_dense_gaussian_with_the_diagonal_noise_as
     assert np.ptp(diffs) < 1e-8  # equal up to the dropped constant
 
 
+def _rotation(rng: np.random.Generator, d: int) -> np.ndarray:
+    """A random rotation (determinant +1: a reflection is its own transpose, which would let a
+    transposed frame pass)."""
+    Q = np.linalg.qr(rng.standard_normal((d, d)))[0]
+    return Q * np.where(np.arange(d) == 0, np.sign(np.linalg.det(Q)), 1.0)
+
+
+def test_the_sampler_hands_the_exact_likelihood_the_release_as_released():
+    """Through :func:`clt.reference` and :func:`clt.release_log_lik` at ``EXACT_NOISE_MAX_D``: the
+    diagonal of ``S~_j`` keeps its release noise, ``delta_j = 2 max(sigma_S^2, sigma_z^2) - sigma_S^2``,
+    and the likelihood (value and gradient in ``theta``) is the dense Gaussian of the released
+    axes, ``W`` rotated back from the frame."""
+    d = clt.EXACT_NOISE_MAX_D
+    rng = np.random.default_rng(11)
+    n, sS, sz = np.array([500.0, 1500.0, 3000.0]), np.array([15.0, 4.0, 2.0]), np.array([6.0, 9.0, 2.0])
+    A = rng.standard_normal((d, d))
+    Sx, th = A @ A.T + np.eye(d), rng.standard_normal(d)
+    S = np.stack([n_j * Sx + 5.0 * rng.standard_normal((d, d)) for n_j in n])
+    S = (S + np.swapaxes(S, 1, 2)) / 2
+    z = np.einsum("jab,b->ja", S, th) + 3.0 * rng.standard_normal((3, d))
+    data = ModelData(*map(jnp.asarray, (S, z, n, sS, sz)), jnp.asarray(3.0))
+    ref = clt.reference(data, Prior(C=1.0, b=0.5, Lambda=1.0).resolve(d))
+    W = np.einsum("ak,jkl,bl->jab", ref.axes, ref.W, ref.axes)  # back to the released axes
+    diag = lambda M: np.diagonal(M, axis1=1, axis2=2)
+    np.testing.assert_allclose(diag(W[:, :d, :d]), diag(S), rtol=1e-14)  # not augmented: the rotations' rounding
+    s2 = np.maximum(sS, sz) ** 2
+    np.testing.assert_allclose(ref.delta, 2 * s2 - sS**2, rtol=1e-12)
+    Q = np.asarray(ref.Q)
+
+    def ours(theta, Sigma, sigma2):
+        St = clt.sigma_tilde(jnp.asarray(Q.T @ Sigma @ Q), Q.T @ theta, jnp.asarray(sigma2))
+        return clt.release_log_lik(St, data, ref)
+
+    dense = lambda theta, Sigma, sigma2: _dense_log_lik(W, n, s2, Sigma, theta, sigma2, diag_var=sS**2)
+    diffs = []
+    for seed in (1, 2, 3):
+        B = np.random.default_rng(seed).standard_normal((d, d))
+        Sigma, theta, sigma2 = Sx + 0.1 * B @ B.T, th + 0.05 * rng.standard_normal(d), float(rng.uniform(0.5, 2.0))
+        diffs.append(float(ours(jnp.asarray(theta), Sigma, sigma2)) - dense(theta, Sigma, sigma2))
+        grad = np.asarray(jax.grad(ours)(jnp.asarray(theta), Sigma, sigma2))
+        h = 1e-6 * np.eye(d)
+        fd = [(dense(theta + h[k], Sigma, sigma2) - dense(theta - h[k], Sigma, sigma2)) / 2e-6 for k in range(d)]
+        np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-4)
+    assert np.ptp(diffs) < 1e-7  # equal up to the dropped constant
+
+
 def test_exact_noise_likelihood_tends_to_the_orthogonal_ensembles():
+    """With no deficit (``delta -> 0``) the diagonal's noise is the ensemble's: :func:`clt.clt_log_lik`."""
     n, s2 = jnp.array([50.0, 80.0]), jnp.array([3.0, 5.0])
     Sigma, theta, sigma2 = _params(4)
     St = clt.sigma_tilde(jnp.asarray(Sigma), jnp.asarray(theta), jnp.asarray(sigma2))

@@ -110,6 +110,8 @@ __all__ = [
     "clt_log_lik_exact",
     "release_log_lik",
     "augment",
+    "exact_noise",
+    "EXACT_NOISE_MAX_D",
     "reference",
     "sigma_tilde",
     "log_density",
@@ -124,13 +126,14 @@ __all__ = [
 
 
 class CLTReference(NamedTuple):
-    """Data-based constants: the frame, the coordinates' centres and scales, the augmented release."""
+    """Data-based constants: the frame, the coordinates' centres and scales, the release augmented
+    (its off-diagonal entries always, its diagonal above :data:`EXACT_NOISE_MAX_D`)."""
 
     Q: Array  # (d, d) eigenvectors of the pooled Sigma_x estimate, largest first
     v0: Array  # (p,) log-Cholesky vector of the pooled estimate in the frame
     v_scale: Array  # ()
     signal: Array  # () theta^T Sigma_x theta at the pooled estimates (for theta's conditional)
-    W: Array  # (J, d + 1, d + 1) [[S~, z~], [z~^T, 0]] after augmentation, in the frame
+    W: Array  # (J, d + 1, d + 1) [[S~, z~], [z~^T, 0]] after augmentation (augment), in the frame
     s2: Array  # (J,) the augmented noise's off-diagonal variance
     delta: Array  # (J,) where the diagonal is not augmented (EXACT_NOISE_MAX_D): 2 s2 less its noise variance
     axes: Array  # (d + 1, d + 1) the frame's rotation: row k is the k-th released axis in the frame
@@ -173,8 +176,9 @@ def _clt_terms(Sigma_t: Array, W: Array, n: Array, s2: Array) -> _CLTTerms:
 
 
 def _ensemble_terms(Sigma_t: Array, W: Array, n: Array, s2: Array) -> tuple[Array, ...]:
-    """``(lam, U, Y~, K, A, log|Sigma| / 2)`` per party, the orthogonal ensemble's likelihood before the
-    unreleased entry is integrated out (module docstring)."""
+    """``(lam, U, Y~, K, A, log|Sigma|)`` per party (the log-determinant of the covariance of the released
+    entries up to a constant), the orthogonal ensemble's likelihood before the unreleased entry is
+    integrated out (module docstring)."""
     last = Sigma_t.shape[-1] - 1
     lam, U = jnp.linalg.eigh(Sigma_t)
     Y = W - n[:, None, None] * Sigma_t
@@ -282,8 +286,10 @@ def clt_log_lik_exact(Sigma_t: Array, W: Array, n: Array, s2: Array, delta: Arra
 
     with ``g_k = <Y, E_k>``, ``G_kl = <E_k, E_l>``, ``N = I / delta - G_dd`` (positive definite: the
     released noise's covariance is), ``P' = G_yy + G_yd N^{-1} G_dy``. ``E_k`` in the eigenbasis is
-    ``u_k u_k^T`` with ``u_k`` row ``k`` of ``axes U``: ``O(J d^4)`` a party, against ``O(J d^3)`` for
-    :func:`clt_log_lik`; its derivative is JAX's. With ``delta -> 0`` it is :func:`clt_log_lik`."""
+    ``u_k u_k^T`` with ``u_k`` row ``k`` of ``axes U``: ``O(d^4)`` a party, against ``O(d^3)`` for
+    :func:`clt_log_lik`; its derivative is JAX's. With ``delta -> 0`` it is :func:`clt_log_lik`. Needs
+    ``delta_j > 0``: a party's ``delta_j`` is at least ``sigma_S,j^2``, which every release has
+    (``NoisyStats`` rejects ``sigma_S <= 0``)."""
     d = Sigma_t.shape[-1] - 1
     _, U, Yr, K, A, log_det = _ensemble_terms(Sigma_t, W, n, s2)
     u = axes @ U  # (m, m): row k is E_k's vector in the eigenbasis
@@ -347,8 +353,9 @@ def augment(data: ModelData, key: Array, diagonal: bool = True) -> tuple[Array, 
 
 def reference(data: ModelData, pr: ResolvedPrior) -> CLTReference:
     """The frame and the coordinates' centres and scales from the release (a fixed affine map,
-    no Jacobian), the augmented release rotated into the frame (exact: GOE noise is
-    orthogonally invariant) and theta's prior in the frame."""
+    no Jacobian), the augmented release (:func:`augment`) rotated into the frame (exact: GOE noise
+    is orthogonally invariant; where the diagonal keeps its released noise, :func:`exact_noise`,
+    ``axes`` records the rotation for :func:`clt_log_lik_exact`) and theta's prior in the frame."""
     J, d = data.z_tilde.shape
     n = data.n.sum()
     Sx0 = pooled_covariance(data.S_tilde.sum(0), n, jnp.max(data.sigma_S))
