@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from _shared import clt_sbc_pvalues
-from scipy.stats import multivariate_normal
+from scipy.stats import multivariate_normal, special_ortho_group
 
 from bayes_dpreg.model.densities import ModelData, prior_dist, upper
 from bayes_dpreg.model.prior import Prior
@@ -75,7 +75,7 @@ def test_exact_noise_likelihood_is_the_dense_gaussian_with_the_diagonal_noise_as
     variance ``2 s2_j - delta_j``; the unreleased entry must not matter."""
     rng = np.random.default_rng(d)
     n, s2, delta = np.array([50.0, 80.0]), np.array([3.0, 5.0]), np.array([4.0, 6.5])
-    Q = _rotation(rng, d)
+    Q = special_ortho_group.rvs(d, random_state=rng)  # a rotation: a reflection is its own transpose
     Qt = np.eye(d + 1)
     Qt[:d, :d] = Q
     W = 60.0 * np.eye(d + 1) + 3.0 * rng.standard_normal((J, d + 1, d + 1))
@@ -91,13 +91,6 @@ def test_exact_noise_likelihood_is_the_dense_gaussian_with_the_diagonal_noise_as
         ours = float(clt.clt_log_lik_exact(St, jnp.asarray(Wf), *args))
         diffs.append(_dense_log_lik(W, n, s2, Sigma, theta, sigma2, diag_var=2 * s2 - delta) - ours)
     assert np.ptp(diffs) < 1e-8  # equal up to the dropped constant
-
-
-def _rotation(rng: np.random.Generator, d: int) -> np.ndarray:
-    """A random rotation (determinant +1: a reflection is its own transpose, which would let a
-    transposed frame pass)."""
-    Q = np.linalg.qr(rng.standard_normal((d, d)))[0]
-    return Q * np.where(np.arange(d) == 0, np.sign(np.linalg.det(Q)), 1.0)
 
 
 def test_the_sampler_hands_the_exact_likelihood_the_release_as_released():
