@@ -12,6 +12,7 @@ from _shared import clt_sbc_pvalues
 from scipy.stats import multivariate_normal, special_ortho_group
 
 from bayes_dpreg.model.densities import ModelData, prior_dist, upper
+from bayes_dpreg.model.linalg import small_spd_inverse
 from bayes_dpreg.model.prior import Prior
 from bayes_dpreg.model.wishart_moments import ss_moments
 from bayes_dpreg.samplers import normalx_clt as clt
@@ -156,11 +157,12 @@ def test_clt_likelihood_gradient_matches_finite_differences_near_repeated_eigenv
         assert abs(float(g[i, k] + g[k, i]) - float(fd)) < 1e-5 * max(1.0, abs(float(fd)))
 
 
-@pytest.mark.parametrize("d, parties", [(3, 2), (6, 4)])
-def test_clt_likelihood_closed_form_derivative_is_reverse_mode_of_its_value(d, parties):
-    """The ``custom_jvp`` (:func:`clt.clt_log_lik_grads`) against JAX's reverse mode of the same
-    value (``_clt_terms``), for every argument, and its Hessian-vector product (forward over reverse,
-    as the Laplace frame takes it) against JAX's."""
+@pytest.mark.parametrize("d, parties, exact", [(3, 2, False), (6, 4, False), (1, 3, True), (4, 2, True)])
+def test_clt_likelihood_closed_form_derivative_is_reverse_mode_of_its_value(d, parties, exact):
+    """The ``custom_jvp`` of each likelihood (:func:`clt.clt_log_lik_grads`, :func:`clt.clt_log_lik_exact_grad`)
+    against JAX's reverse mode of the same value (``_clt_terms``, ``_exact_terms``), for every argument
+    (the exact one's data arguments by forward mode inside its rule), in a rotated frame, and its
+    Hessian-vector product (forward over reverse, as the Laplace frame takes it) against JAX's."""
     rng = np.random.default_rng(d)
     A = rng.normal(size=(d, d))
     St = clt.sigma_tilde(jnp.asarray(A @ A.T + np.eye(d)), jnp.asarray(rng.normal(size=d)), jnp.asarray(0.7))
@@ -168,23 +170,41 @@ def test_clt_likelihood_closed_form_derivative_is_reverse_mode_of_its_value(d, p
     s2 = jnp.asarray(rng.uniform(1, 5, parties))
     W = n[:, None, None] * St + 3 * rng.normal(size=(parties, d + 1, d + 1))
     W = ((W + jnp.swapaxes(W, -1, -2)) / 2).at[:, d, d].set(0.0)
-    args = (St, W, n, s2)
-    autodiff = lambda *a: clt._clt_terms(*a).value
+    args: tuple = (St, W, n, s2)
+    f, autodiff = clt.clt_log_lik, lambda *a: clt._clt_terms(*a).value
+    if exact:
+        axes = np.eye(d + 1)
+        axes[:d, :d] = special_ortho_group.rvs(d, random_state=rng) if d > 1 else 1.0
+        args += (s2 * jnp.asarray(rng.uniform(0.5, 1.5, parties)), jnp.asarray(axes))
+        f, autodiff = clt.clt_log_lik_exact, lambda *a: clt._exact_terms(*a).value
     sym = lambda g: (g + jnp.swapaxes(g, -1, -2)) / 2 if g.ndim >= 2 else g
     E = jnp.asarray(rng.normal(size=(d + 1, d + 1)))
+    argnums = tuple(range(len(args)))
 
     def derivatives(f):  # compiled: op by op, each operation of the derivatives compiled a program of its own
-        def run(St, W, n, s2):
-            hvp = jax.jvp(lambda S: jax.grad(f)(S, W, n, s2), (St,), (E + E.T,))[1]
-            return f(St, W, n, s2), jax.grad(f, argnums=(0, 1, 2, 3))(St, W, n, s2), hvp
+        def run(*a):
+            hvp = jax.jvp(lambda S: jax.grad(f)(S, *a[1:]), (a[0],), (E + E.T,))[1]
+            return f(*a), jax.grad(f, argnums=argnums)(*a), hvp
 
         return jax.jit(run)(*args)
 
-    (v1, g1, h1), (v2, g2, h2) = derivatives(clt.clt_log_lik), derivatives(autodiff)
+    (v1, g1, h1), (v2, g2, h2) = derivatives(f), derivatives(autodiff)
     np.testing.assert_allclose(float(v1), float(v2), rtol=1e-12)
     for ours, theirs in zip(g1 + (h1,), g2 + (h2,), strict=True):
         ours, theirs = sym(ours), sym(theirs)
         np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-11 * float(jnp.abs(theirs).max()))
+    if exact:
+        np.testing.assert_allclose(clt.clt_log_lik_exact_grad(*args), g1[0], rtol=1e-12, atol=1e-14)
+
+
+def test_small_spd_inverse_is_the_inverse_and_log_determinant():
+    rng = np.random.default_rng(0)
+    for d in (1, 2, 5):
+        A = rng.normal(size=(7, d, d + 2))
+        A = A @ np.swapaxes(A, -1, -2) + 1e-3 * np.eye(d)
+        inv, logdet = small_spd_inverse(jnp.asarray(A))
+        np.testing.assert_allclose(inv, np.linalg.inv(A), rtol=1e-9)
+        np.testing.assert_allclose(logdet, np.linalg.slogdet(A)[1], rtol=1e-12)
 
 
 def test_augmented_noise_is_the_orthogonal_ensemble():

@@ -84,7 +84,14 @@ from jax import Array, lax
 from jax.custom_derivatives import SymbolicZero
 
 from ..model.densities import ModelData, model_data, prior_dist, sigma2_of, sigma2_start
-from ..model.linalg import from_log_cholesky, log_cholesky, pooled_covariance, spd_inverse, symmetrize
+from ..model.linalg import (
+    from_log_cholesky,
+    log_cholesky,
+    pooled_covariance,
+    small_spd_inverse,
+    spd_inverse,
+    symmetrize,
+)
 from ..model.prior import ResolvedPrior
 from ..runtime.cache import fit_jit
 from ..stats import StackedStats
@@ -229,10 +236,7 @@ def clt_log_lik_grads(Sigma_t: Array, W: Array, n: Array, s2: Array) -> tuple[Ar
         dq = (c[:, None] * ((K * Yr) @ q) - (c**2 + 1.0 / P)[:, None] * q * Kq2).sum(0)
         dlam = 2.0 * jnp.einsum("j,jab,b->a", n, H, lam)
         M = 2.0 * (Yr.reshape(J * m, m).T @ G.reshape(J * m, m)) + jnp.outer(q, dq)  # Y~_j symmetric
-        # exact away from repeated eigenvalues (tested near them against finite differences)
-        F = 1.0 / (jnp.eye(m, dtype=lam.dtype) + lam[None, :] - lam[:, None]) - jnp.eye(m, dtype=lam.dtype)
-        eig = U @ (F * M + jnp.diag(dlam)) @ U.T
-        return symmetrize(eig) - (U @ jnp.tensordot(n, G, 1) @ U.T) * not_last
+        return _eigen_adjoint(lam, U, M, dlam, jnp.tensordot(n, G, 1))  # tested near repeated eigenvalues
 
     def d_W() -> Array:
         return _rotate(G, U.T) * not_last
@@ -266,6 +270,7 @@ def _rotate(Y: Array, U: Array) -> Array:
     return (jnp.swapaxes(YU, -1, -2).reshape(J * m, m) @ U).reshape(J, m, m)  # (U^T Y_j) U
 
 
+@jax.custom_jvp
 def clt_log_lik_exact(Sigma_t: Array, W: Array, n: Array, s2: Array, delta: Array, axes: Array) -> Array:
     r""":func:`clt_log_lik` where the diagonal of each ``S~_j`` carries its release noise as released,
     of variance ``2 s2_j - delta_j``, instead of being augmented to the orthogonal ensemble's
@@ -287,25 +292,126 @@ def clt_log_lik_exact(Sigma_t: Array, W: Array, n: Array, s2: Array, delta: Arra
     with ``g_k = <Y, E_k>``, ``G_kl = <E_k, E_l>``, ``N = I / delta - G_dd`` (positive definite: the
     released noise's covariance is), ``P' = G_yy + G_yd N^{-1} G_dy``. ``E_k`` in the eigenbasis is
     ``u_k u_k^T`` with ``u_k`` row ``k`` of ``axes U``: ``O(d^4)`` a party, against ``O(d^3)`` for
-    :func:`clt_log_lik`; its derivative is JAX's. With ``delta -> 0`` it is :func:`clt_log_lik`. Needs
+    :func:`clt_log_lik`. Its derivative in ``Sigma~`` is :func:`clt_log_lik_exact_grad`'s closed form (a
+    ``custom_jvp``; in the other arguments, data, JAX's forward mode of the value). With ``delta -> 0``
+    it is :func:`clt_log_lik`. Needs
     ``delta_j > 0``: a party's ``delta_j`` is at least ``sigma_S,j^2``, which every release has
     (``NoisyStats`` rejects ``sigma_S <= 0``)."""
-    d = Sigma_t.shape[-1] - 1
-    _, U, Yr, K, A, log_det = _ensemble_terms(Sigma_t, W, n, s2)
-    u = axes @ U  # (m, m): row k is E_k's vector in the eigenbasis
-    g = 0.5 * jnp.einsum("ka,jab,kb->jk", u, Yr * K, u)  # (J, m)
-    uu = u[:, None, :] * u[None, :, :]  # (m, m, m): u_k o u_l
-    G = 0.5 * jnp.einsum("kla,jab,klb->jkl", uu, K, uu)  # (J, m, m)
+    return _exact_terms(Sigma_t, W, n, s2, delta, axes).value
+
+
+class _ExactTerms(NamedTuple):
+    """:func:`clt_log_lik_exact` and what its derivative reuses (per party; ``m = d + 1``)."""
+
+    value: Array  # ()
+    lam: Array  # (m,) eigenvalues of Sigma~
+    U: Array  # (m, m) its eigenvectors
+    Yr: Array  # (J, m, m) U^T Y_j U
+    K: Array  # (J, m, m) 1 / t_j
+    u: Array  # (m, m) row k: E_k's vector in the eigenbasis
+    uYK: Array  # (m, J, m) (K_j o Y~_j) u_k
+    KV: Array  # (m^2, J, m) K_j (u_k o u_l)
+    gamma: Array  # (J, m) dl/dg
+    Gam: Array  # (J, m, m) dl/dG, symmetric
+
+
+def _by_party(A: Array, B: Array) -> Array:
+    """``A B_j`` for every party as one product: ``(r, m) x (J, m, m) -> (r, J, m)`` (faster on CPU
+    than a batch of small products)."""
+    J, m, _ = B.shape
+    return (A @ jnp.swapaxes(B, 0, 1).reshape(m, J * m)).reshape(A.shape[0], J, m)
+
+
+def _exact_terms(Sigma_t: Array, W: Array, n: Array, s2: Array, delta: Array, axes: Array) -> _ExactTerms:
+    J, m, _ = W.shape
+    d = m - 1
+    lam, U, Yr, K, A, log_det = _ensemble_terms(Sigma_t, W, n, s2)
+    u = axes @ U
+    uYK = _by_party(u, Yr * K)  # symmetric: row k of (K_j o Y~_j) u^T
+    g = 0.5 * (uYK * u[:, None, :]).sum(-1).T  # (J, m): <Y_j, E_k>
+    V = (u[:, None, :] * u[None, :, :]).reshape(m * m, m)  # rows u_k o u_l
+    KV = _by_party(V, K)
+    G = 0.5 * (KV * V[:, None, :]).sum(-1).T.reshape(J, m, m)  # <E_k, E_l>
     N = jnp.eye(d, dtype=K.dtype) / delta[:, None, None] - G[:, :d, :d]
-    Ln = jnp.linalg.cholesky(N)
-    solve = lambda b: jax.scipy.linalg.cho_solve((Ln, True), b)
-    Ng = solve(g[:, :d, None])[..., 0]  # (J, d)
-    NG = solve(G[:, :d, d:])[..., 0]  # (J, d)
-    P = G[:, d, d] + (G[:, d, :d] * NG).sum(-1)
-    B = g[:, d] + (G[:, d, :d] * Ng).sum(-1)
-    quad = A + (g[:, :d] * Ng).sum(-1) - B**2 / P
-    log_N = 2.0 * jnp.log(jnp.diagonal(Ln, axis1=-2, axis2=-1)).sum(-1)
-    return (-0.5 * quad - 0.5 * (log_N + jnp.log(P) + log_det + d * jnp.log(delta))).sum()
+    N_inv, log_N = small_spd_inverse(N)
+    x = jnp.einsum("jab,jb->ja", N_inv, g[:, :d])  # N^{-1} g_d
+    r = jnp.einsum("jab,jb->ja", N_inv, G[:, :d, d])  # N^{-1} G_dy
+    P = G[:, d, d] + (G[:, d, :d] * r).sum(-1)
+    B = g[:, d] + (G[:, d, :d] * x).sum(-1)
+    quad = A + (g[:, :d] * x).sum(-1) - B**2 / P
+    value = (-0.5 * quad - 0.5 * (log_N + jnp.log(P) + log_det + d * jnp.log(delta))).sum()
+    gamma, Gam = _exact_adjoints(x, r, B / P, 1.0 / P, N_inv)
+    return _ExactTerms(value, lam, U, Yr, K, u, uYK, KV, gamma, Gam)
+
+
+def _exact_adjoints(x: Array, r: Array, c: Array, iP: Array, N_inv: Array) -> tuple[Array, Array]:
+    r"""``(dl/dg, sym dl/dG)`` of :func:`clt_log_lik_exact`'s value as a function of ``g`` and ``G``, with
+    ``x = N^{-1} g_d``, ``r = N^{-1} G_dy``, ``c = B / P'``, ``e = c^2 + 1 / P'``:
+    ``dl/dg = (c r - x, c)``; ``dl/dG_dd = (N^{-1} - x x^T - e r r^T) / 2 + c sym(r x^T)``,
+    ``dl/dG_yd = (c x - e r) / 2``, ``dl/dG_yy = -e / 2`` (``dN = -dG_dd``, ``dB = dG_yd x + r^T dG_dd x``,
+    ``dP' = dG_yy + 2 dG_yd r + r^T dG_dd r``)."""
+    e = c**2 + iP
+    outer = lambda a, b: a[:, :, None] * b[:, None, :]
+    dd = 0.5 * (N_inv - outer(x, x) - e[:, None, None] * outer(r, r) + c[:, None, None] * (outer(r, x) + outer(x, r)))
+    yd = 0.5 * (c[:, None] * x - e[:, None] * r)
+    top = jnp.concatenate([dd, yd[:, :, None]], -1)
+    bottom = jnp.concatenate([yd, -0.5 * e[:, None]], -1)[:, None, :]
+    return jnp.concatenate([c[:, None] * r - x, c[:, None]], -1), jnp.concatenate([top, bottom], 1)
+
+
+def clt_log_lik_exact_grad(Sigma_t: Array, W: Array, n: Array, s2: Array, delta: Array, axes: Array) -> Array:
+    r"""``d/dSigma~`` of :func:`clt_log_lik_exact` in closed form, :func:`clt_log_lik_grads`' algebra with
+    the Woodbury terms: with ``Q_j = sum_k gamma_jk u_k u_k^T`` (``gamma = dl/dg``, ``Gamma = dl/dG``,
+    :func:`_exact_adjoints`),
+
+    .. math::
+        G_j = \tfrac12 K_j \circ (Q_j - \tilde Y_j), \qquad
+        H_j = -K_j^2 \circ \Big(-\tfrac14 \tilde Y_j^2 + \tfrac12 Q_j \circ \tilde Y_j
+        + \tfrac12 \sum_{kl} \Gamma_{j,kl} (u_k \circ u_l)(u_k \circ u_l)^T\Big) - \tfrac14 K_j \circ (1 + I),
+
+    ``dl/du_k = sum_j gamma_jk (K_j o Y~_j) u_k + 2 sum_l Gamma_j,kl u_l o K_j (u_k o u_l)``, and
+    ``M = 2 sum_j Y~_j G_j + u^T dl/du`` in :func:`clt_log_lik_grads`' eigendecomposition adjoint."""
+    return _exact_sigma_grad(_exact_terms(Sigma_t, W, n, s2, delta, axes), n)
+
+
+def _exact_sigma_grad(T: _ExactTerms, n: Array) -> Array:
+    lam, U, Yr, K, u = T.lam, T.U, T.Yr, T.K, T.u
+    J, m, _ = Yr.shape
+    uu = (u[:, :, None] * u[:, None, :]).reshape(m, m * m)  # rows u_k u_k^T
+    Q = (T.gamma @ uu).reshape(J, m, m)
+    G = 0.5 * K * (Q - Yr)
+    V = (u[:, None, :] * u[None, :, :]).reshape(m * m, m)
+    VV = (V[:, :, None] * V[:, None, :]).reshape(m * m, m * m)  # rows (u_k o u_l)(u_k o u_l)^T
+    dK = -0.25 * Yr**2 + 0.5 * Q * Yr + 0.5 * (T.Gam.reshape(J, m * m) @ VV).reshape(J, m, m)
+    H = -(K**2) * dK - 0.25 * K * (1.0 + jnp.eye(m, dtype=K.dtype))
+    KV = T.KV.reshape(m, m, J, m)  # [k, l, j]: K_j (u_k o u_l)
+    du = T.gamma.T[:, :, None] * T.uYK + 2.0 * jnp.einsum("jkl,lc,kljc->kjc", T.Gam, u, KV)
+    M = 2.0 * (Yr.reshape(J * m, m).T @ G.reshape(J * m, m)) + u.T @ du.sum(1)
+    return _eigen_adjoint(lam, U, M, 2.0 * jnp.einsum("j,jab,b->a", n, H, lam), jnp.tensordot(n, G, 1))
+
+
+def _eigen_adjoint(lam: Array, U: Array, M: Array, dlam: Array, nG: Array) -> Array:
+    """``dl/dSigma~`` from ``M = U^T dl/dU``, ``dl/dlambda`` and ``sum_j n_j dl/dY~_j``
+    (:func:`clt_log_lik_grads`' last formula); exact away from repeated eigenvalues."""
+    m = lam.shape[0]
+    eye = jnp.eye(m, dtype=lam.dtype)
+    F = 1.0 / (eye + lam[None, :] - lam[:, None]) - eye
+    not_last = jnp.ones((m, m), lam.dtype).at[m - 1, m - 1].set(0.0)
+    return symmetrize(U @ (F * M + jnp.diag(dlam)) @ U.T) - (U @ nG @ U.T) * not_last
+
+
+def _clt_log_lik_exact_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
+    T = _exact_terms(*primals)
+    out = jnp.zeros_like(T.value)
+    if not isinstance(tangents[0], SymbolicZero):
+        out = out + jnp.vdot(_exact_sigma_grad(T, primals[2]), tangents[0])
+    if any(not isinstance(t, SymbolicZero) for t in tangents[1:]):  # data, not sampled: JAX's forward mode
+        rest = tuple(jnp.zeros_like(p) if isinstance(t, SymbolicZero) else t for p, t in zip(primals[1:], tangents[1:]))
+        out = out + jax.jvp(lambda *a: _exact_terms(primals[0], *a).value, primals[1:], rest)[1]
+    return T.value, out
+
+
+clt_log_lik_exact.defjvp(_clt_log_lik_exact_jvp, symbolic_zeros=True)
 
 
 def sigma_tilde(Sigma_x: Array, theta: Array, sigma2: Array) -> Array:
