@@ -117,3 +117,26 @@ def test_variant_reads_the_paper_priors_rows_of_that_variant(tmp_path):
     assert eta2[0]["c90"] == pytest.approx(0.8) and "90%" in eta2[0]["fails"][0]
     with pytest.raises(ValueError, match="do not combine"):
         criteria.cell_rows("correlated", [pp], tmp_path, "normalx-clt", since="HEAD", variant="eta1")
+
+
+def test_paired_runs_are_compared_on_the_replications_both_fitted_one_variant_each(tmp_path):
+    from studies import paired
+
+    fields = ["cell", "rep", "method", "cover50", "cover90", "width90", "sq_error", "max_rhat", "divergences",
+              "variant"]
+
+    def write(name, rows):
+        with (tmp_path / name).open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+            w.writeheader()
+            w.writerows(rows)
+
+    row = lambda rep, variant, c90, width, sq: dict(
+        cell=CELL, rep=rep, method="normalx-clt", cover50=0.5, cover90=c90, width90=width, sq_error=sq,
+        max_rhat=1.0, divergences=0, variant=variant)
+    write("new.csv", [row(r, "eta1", float(r % 2), 2.0, 1.0) for r in range(10)])
+    write("old.csv", [row(r, "eta1", 0.0, 4.0, 4.0) for r in range(6)] + [row(r, "eta2", 1.0, 1.0, 9.0) for r in range(10)])
+    table = paired.table(tmp_path / "new.csv", tmp_path / "old.csv", "normalx-clt", variant="eta1", old_variant="eta1")
+    # reps 0-5 in both; 90% coverage 0.5 against 0: differences 0, 1, 0, 1, 0, 1 (sd 0.548, se 0.224)
+    assert f"| {CELL} | 6 | 0.500 / 0.000 | +0.500 ± 0.224 | 0.500 / 0.500 | 0.50 | 1.0000 / 2.0000 |" in table
+    assert "| all | 6 |" in table
