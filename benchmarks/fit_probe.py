@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,7 +30,7 @@ def main() -> None:
     ap.add_argument("--chains", type=int, default=4)
     ap.add_argument("--eta", type=float, help="the default prior with this LKJ concentration (Prior(eta=...))")
     ap.add_argument("--dump-every", type=float, default=60.0)
-    ap.add_argument("--out", type=Path, default=Path("."))
+    ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "fit_probe", help="where stacks.txt goes")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     stacks = open(args.out / "stacks.txt", "w")  # noqa: SIM115 (open until the process ends)

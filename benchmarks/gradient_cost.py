@@ -86,7 +86,7 @@ def likelihood_us(d: int, J: int, reps: int) -> tuple[float, float]:
     ref = jax.jit(clt.reference)(data, pr)
     Sx = ref.W[:, :d, :d].sum(0) / data.n.sum()
     St = clt.sigma_tilde(Sx, jnp.linalg.solve(Sx, ref.W[:, :d, d].sum(0) / data.n.sum()), jnp.asarray(1.0))
-    delta = 2.0 * ref.s2 - data.sigma_S**2
+    delta = 2.0 * ref.s2 - data.sigma_S**2  # ref.delta is 0 where the default augments the diagonal (d > 4)
     forms = (
         lambda S: clt.clt_log_lik(S, ref.W, data.n, ref.s2),
         lambda S: clt.clt_log_lik_exact(S, ref.W, data.n, ref.s2, delta, ref.axes),

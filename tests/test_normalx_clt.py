@@ -144,12 +144,18 @@ def test_exact_noise_likelihood_tends_to_the_orthogonal_ensembles():
     assert abs(exact - goe) < 1e-6
 
 
-def test_clt_likelihood_gradient_matches_finite_differences_near_repeated_eigenvalues():
+@pytest.mark.parametrize("exact", [False, True], ids=["ensemble", "exact"])
+def test_clt_likelihood_gradient_matches_finite_differences_near_repeated_eigenvalues(exact):
     n, s2 = jnp.array([50.0, 80.0]), jnp.array([3.0, 5.0])
     W = jnp.asarray(np.random.default_rng(1).normal(size=(J, D + 1, D + 1)))
     W = 40.0 * jnp.eye(D + 1) + W + jnp.swapaxes(W, -1, -2)
     St = clt.sigma_tilde(jnp.eye(D) + 1e-9 * jnp.diag(jnp.arange(1.0, D + 1)), jnp.full(D, 1e-9), jnp.asarray(1.0))
-    f = lambda S: clt.clt_log_lik(S, W, n, s2)
+    axes = np.eye(D + 1)
+    axes[:D, :D] = special_ortho_group.rvs(D, random_state=np.random.default_rng(2))
+    if exact:
+        f = lambda S: clt.clt_log_lik_exact(S, W, n, s2, jnp.array([4.0, 6.5]), jnp.asarray(axes))
+    else:
+        f = lambda S: clt.clt_log_lik(S, W, n, s2)
     g = jax.grad(f)(St)
     for i, k in ((0, 1), (1, 2), (0, D)):
         E = jnp.zeros((D + 1, D + 1)).at[i, k].set(1e-5).at[k, i].set(1e-5)

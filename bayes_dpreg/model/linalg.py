@@ -61,8 +61,9 @@ def small_spd_inverse(A: Array) -> tuple[Array, Array]:
     """``(A^{-1}, log|A|)`` for a batch ``(..., d, d)`` of small symmetric positive-definite
     matrices: the Cholesky factor and its inverse written out entry by entry, ``O(d^3)``
     elementwise operations on the batch that XLA fuses, where LAPACK would make one call per matrix
-    (a batch of parties' ``d x d`` systems at d <= 5 costs several times less this way on CPU).
-    Not for large d: the program grows as ``d^3``."""
+    (in ``normalx_clt.clt_log_lik_exact``, a batch of parties' ``d x d`` systems at d <= 5, this cost
+    less: ``docs/samplers.md``). Not for large d: the program grows as ``d^3``. No check: a matrix
+    that is not positive definite gives NaN (a singular one, infinities), as ``jnp.linalg.cholesky``."""
     d = A.shape[-1]
     zero = jnp.zeros_like(A[..., 0, 0])
     L: list[list[Array]] = [[zero] * d for _ in range(d)]

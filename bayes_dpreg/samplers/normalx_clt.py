@@ -116,6 +116,7 @@ __all__ = [
     "clt_log_lik",
     "clt_log_lik_grads",
     "clt_log_lik_exact",
+    "clt_log_lik_exact_grad",
     "release_log_lik",
     "augment",
     "exact_noise",
@@ -324,6 +325,8 @@ def _by_party(A: Array, B: Array) -> Array:
 
 
 def _exact_terms(Sigma_t: Array, W: Array, n: Array, s2: Array, delta: Array, axes: Array) -> _ExactTerms:
+    """:func:`clt_log_lik_exact`'s value in its docstring's notation (``G`` here the Gram matrix
+    ``<E_k, E_l>``) and the adjoints :func:`_exact_sigma_grad` needs."""
     J, m, _ = W.shape
     d = m - 1
     lam, U, Yr, K, A, log_det = _ensemble_terms(Sigma_t, W, n, s2)
@@ -376,6 +379,8 @@ def clt_log_lik_exact_grad(Sigma_t: Array, W: Array, n: Array, s2: Array, delta:
 
 
 def _exact_sigma_grad(T: _ExactTerms, n: Array) -> Array:
+    """:func:`clt_log_lik_exact_grad`'s formula (``G`` here ``dl/dY~``, as in :func:`clt_log_lik_grads`);
+    like that one, the derivative along symmetric directions of ``Sigma~`` (the sampler's)."""
     lam, U, Yr, K, u = T.lam, T.U, T.Yr, T.K, T.u
     J, m, _ = Yr.shape
     uu = (u[:, :, None] * u[:, None, :]).reshape(m, m * m)  # rows u_k u_k^T
