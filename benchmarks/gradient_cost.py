@@ -35,17 +35,27 @@ from typing import Any
 import numpy as np
 
 
-def gradient_ms(d: int, J: int, reps: int) -> tuple[int, float]:
-    """``(dimension of the target, milliseconds per value-and-gradient)``, median of 3 runs."""
+def _problem(d: int, J: int) -> tuple[Any, Any, Any]:
+    """``(data, prior, reference)`` of ``normalx-clt`` on the paper's simulation released as
+    :mod:`benchmarks.speed` releases it."""
     import jax
-    import jax.numpy as jnp
 
     from bayes_dpreg.samplers import normalx_clt as clt
     from benchmarks.speed import prepared, releases
 
     sampler, st, pr = prepared("normalx-clt", releases("normalx-clt", d, J, 1))
     data = sampler.data(st)
-    ref = jax.jit(clt.reference)(data, pr)
+    return data, pr, jax.jit(clt.reference)(data, pr)
+
+
+def gradient_ms(d: int, J: int, reps: int) -> tuple[int, float]:
+    """``(dimension of the target, milliseconds per value-and-gradient)``, median of 3 runs."""
+    import jax
+    import jax.numpy as jnp
+
+    from bayes_dpreg.samplers import normalx_clt as clt
+
+    data, pr, ref = _problem(d, J)
     x = jnp.zeros(ref.T.shape[0])
     seconds = _seconds_each(jax.value_and_grad(lambda x: clt.white_log_density(x, data, pr, ref)), x, reps)
     return int(x.shape[0]), 1e3 * seconds
@@ -79,11 +89,8 @@ def likelihood_us(d: int, J: int, reps: int) -> tuple[float, float]:
     import jax.numpy as jnp
 
     from bayes_dpreg.samplers import normalx_clt as clt
-    from benchmarks.speed import prepared, releases
 
-    sampler, st, pr = prepared("normalx-clt", releases("normalx-clt", d, J, 1))
-    data = sampler.data(st)
-    ref = jax.jit(clt.reference)(data, pr)
+    data, pr, ref = _problem(d, J)
     Sx = ref.W[:, :d, :d].sum(0) / data.n.sum()
     St = clt.sigma_tilde(Sx, jnp.linalg.solve(Sx, ref.W[:, :d, d].sum(0) / data.n.sum()), jnp.asarray(1.0))
     delta = 2.0 * ref.s2 - data.sigma_S**2  # ref.delta is 0 where the default augments the diagonal (d > 4)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import statistics
 from pathlib import Path
 
 
@@ -52,9 +53,7 @@ def _paired(x: list[dict[str, str]], y: list[dict[str, str]], key: str) -> str:
 
 
 def _width_ratio(x: list[dict[str, str]], y: list[dict[str, str]]) -> float:
-    ratios = sorted(float(p["width90"]) / float(q["width90"]) for p, q in zip(x, y, strict=True))
-    k = len(ratios)
-    return (ratios[(k - 1) // 2] + ratios[k // 2]) / 2
+    return statistics.median(float(p["width90"]) / float(q["width90"]) for p, q in zip(x, y, strict=True))
 
 
 def _row(name: str, x: list, y: list, z: list | None) -> str:

@@ -312,6 +312,7 @@ class _ExactTerms(NamedTuple):
     K: Array  # (J, m, m) 1 / t_j
     u: Array  # (m, m) row k: E_k's vector in the eigenbasis
     uYK: Array  # (m, J, m) (K_j o Y~_j) u_k
+    V: Array  # (m^2, m) row (k, l): u_k o u_l
     KV: Array  # (m^2, J, m) K_j (u_k o u_l)
     gamma: Array  # (J, m) dl/dg
     Gam: Array  # (J, m, m) dl/dG, symmetric
@@ -345,7 +346,7 @@ def _exact_terms(Sigma_t: Array, W: Array, n: Array, s2: Array, delta: Array, ax
     quad = A + (g[:, :d] * x).sum(-1) - B**2 / P
     value = (-0.5 * quad - 0.5 * (log_N + jnp.log(P) + log_det + d * jnp.log(delta))).sum()
     gamma, Gam = _exact_adjoints(x, r, B / P, 1.0 / P, N_inv)
-    return _ExactTerms(value, lam, U, Yr, K, u, uYK, KV, gamma, Gam)
+    return _ExactTerms(value, lam, U, Yr, K, u, uYK, V, KV, gamma, Gam)
 
 
 def _exact_adjoints(x: Array, r: Array, c: Array, iP: Array, N_inv: Array) -> tuple[Array, Array]:
@@ -386,8 +387,7 @@ def _exact_sigma_grad(T: _ExactTerms, n: Array) -> Array:
     uu = (u[:, :, None] * u[:, None, :]).reshape(m, m * m)  # rows u_k u_k^T
     Q = (T.gamma @ uu).reshape(J, m, m)
     G = 0.5 * K * (Q - Yr)
-    V = (u[:, None, :] * u[None, :, :]).reshape(m * m, m)
-    VV = (V[:, :, None] * V[:, None, :]).reshape(m * m, m * m)  # rows (u_k o u_l)(u_k o u_l)^T
+    VV = (T.V[:, :, None] * T.V[:, None, :]).reshape(m * m, m * m)  # rows (u_k o u_l)(u_k o u_l)^T
     dK = -0.25 * Yr**2 + 0.5 * Q * Yr + 0.5 * (T.Gam.reshape(J, m * m) @ VV).reshape(J, m, m)
     H = -(K**2) * dK - 0.25 * K * (1.0 + jnp.eye(m, dtype=K.dtype))
     KV = T.KV.reshape(m, m, J, m)  # [k, l, j]: K_j (u_k o u_l)
