@@ -621,7 +621,8 @@ def laplace(data: ModelData, pr: ResolvedPrior, ref: CLTReference, max_iter: int
 
 def _bfgs(value_and_grad: Callable[[np.ndarray], tuple], x0: np.ndarray, max_iter: int) -> np.ndarray:
     """SciPy's BFGS from ``x0`` on ``value_and_grad`` (non-finite values read as ``+inf``); its
-    end point where that is finite and no worse than ``x0``, else ``x0``."""
+    end point where that is finite and no worse than ``x0``, else ``x0``. Above
+    :data:`DENSE_BFGS_MAX_DIM` coordinates its limited-memory form, L-BFGS-B (:func:`_search_options`)."""
     import scipy.optimize  # on first use: not at ``import bayes_dpreg`` (tests/test_packaging.py)
 
     def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
@@ -633,11 +634,24 @@ def _bfgs(value_and_grad: Callable[[np.ndarray], tuple], x0: np.ndarray, max_ite
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")  # line searches that give up end the search; the checks below decide
         try:
-            x = scipy.optimize.minimize(fun, x0, jac=True, method="BFGS", options={"maxiter": max_iter}).x
+            x = scipy.optimize.minimize(fun, x0, jac=True, **_search_options(x0.shape[0], max_iter)).x
         except (ValueError, FloatingPointError, np.linalg.LinAlgError):
             return x0
     ok = np.all(np.isfinite(x)) and fun(x)[0] <= fun(x0)[0]
     return x if ok else x0
+
+
+def _search_options(k: int, max_iter: int) -> dict[str, Any]:
+    """``scipy.optimize.minimize``'s method and options for :func:`_bfgs` in ``k`` coordinates. SciPy's
+    BFGS updates its dense inverse Hessian by two ``k x k`` matrix products an iteration, ``O(k^3)``: at
+    d = 50 (``k = 1,326``) 44 s of a 49 s frame, for 206 evaluations of 3.5 ms. L-BFGS-B's update is
+    ``O(k m)`` (``m = maxcor`` pairs); its default stopping rule (a relative decrease below 2e-9) ended a
+    d = 30 search 1.1 nats above BFGS's end, so it stops on the gradient or ``2 max_iter``
+    iterations instead: within 0.03 nats of BFGS's end at d = 30 and 0.006 at d = 50, in 1.4 and
+    2.2 s (``docs/samplers.md``, *The frame's search at large d*); :func:`_newton` then polishes both."""
+    if k <= DENSE_BFGS_MAX_DIM:
+        return {"method": "BFGS", "options": {"maxiter": max_iter}}
+    return {"method": "L-BFGS-B", "options": {"maxiter": 2 * max_iter, "maxcor": 30, "ftol": 1e-15}}
 
 
 def frame_value_and_grad(
@@ -760,6 +774,7 @@ def _newton(value_and_grad: Callable[[np.ndarray], tuple], x: np.ndarray) -> tup
 NEWTON_STEPS = 8
 NEWTON_TOL = 0.25  # sds: a frame centred this near the mode starts NUTS as well as the mode itself
 CURVATURE_FLOOR = 1e-2  # at most 10 units of z per unit of x: BFGS may stop where the curvature is negative or flat
+DENSE_BFGS_MAX_DIM = 300  # above (d >= 24), L-BFGS-B: BFGS's dense update costs more than the evaluations
 FD_STEP = 1e-5  # the Hessian's forward differences (relative to |x_i| beyond 1): truncation ~1e-5, rounding ~1e-11
 
 
