@@ -5,15 +5,17 @@
 ``benchmarks.gradient_cost`` projects a fit from one gradient's cost and the steps NUTS takes on
 an exact standard normal of the target's dimension; that holds where the frame
 (:func:`bayes_dpreg.samplers.normalx_clt.laplace`: ``z = mode + T x``, ``T = V diag(w)^(-1/2)`` from the
-Hessian ``V diag(w) V^T`` at the mode, ``w`` floored at ``CURVATURE_FLOOR``) makes the posterior of ``x``
-near ``N(0, I)``. For each ``d x J`` (the paper's simulation as :mod:`benchmarks.speed` releases it):
-the frame's search time, how many curvatures ``w`` sit at the floor and their quantiles, then one
+Hessian ``V diag(w) V^T`` at the mode, ``w`` floored at ``CURVATURE_FLOOR``; above 300 coordinates since
+2026-11-29 ``z = mode + T o x`` with ``T`` the sds of that Laplace approximation) makes the posterior of
+``x`` near ``N(0, I)``. For each ``d x J`` (the paper's simulation as :mod:`benchmarks.speed` releases it):
+the frame's search time and the quantiles of its scales (the Laplace approximation's sds; tables made
+before 2026-11-29 have the curvatures ``w`` instead), then one
 NumPyro NUTS chain on the default's target in that frame (its target acceptance, a dispersed start
 ``x ~ N(0, I)`` as :func:`~bayes_dpreg.samplers.normalx_clt.init`), ``--warmup`` iterations: the
 mean leapfrog steps of the last 50 and the step size at the end, against the standard normal's
 steps (:func:`benchmarks.gradient_cost.nuts_steps`). With ``--draws N`` the chain goes on for ``N``
-draws: their mean steps and the quantiles over coordinates of the sd of ``x`` (1 where the frame
-whitens the posterior's bulk). ``--sigma-x-prior iw`` puts the inverse Wishart family
+draws: their mean steps, seconds, and the quantiles over coordinates of the sd of ``x`` (1 where the
+frame whitens the posterior's bulk). ``--sigma-x-prior iw`` puts the inverse Wishart family
 (``Prior(Sigma_x_prior="iw")``: ``Lambda`` autoscaled, ``kappa = d + 1``) in place of the default's
 separation prior.
 """
@@ -42,8 +44,8 @@ def frame_row(d: int, J: int, warmup: int, sigma_x_prior: str | None = None, dra
     start = time.perf_counter()
     ref = clt.prepare(data, pr, settings).ref  # the search as fit runs it
     search = time.perf_counter() - start
-    w = 1.0 / np.sum(np.asarray(ref.T) ** 2, axis=0)  # T = V diag(w)^(-1/2), V orthogonal
-    k = ref.T.shape[0]
+    T = np.asarray(ref.T)
+    k = T.shape[0]
     accept = clt.target_accept(d)
     kernel = NUTS(potential_fn=lambda x: -clt.white_log_density(x, data, pr, ref), target_accept_prob=accept)
     mcmc = MCMC(kernel, num_warmup=warmup, num_samples=max(draws, 1), progress_bar=False)
@@ -58,17 +60,18 @@ def frame_row(d: int, J: int, warmup: int, sigma_x_prior: str | None = None, dra
     seconds = time.perf_counter() - start
     after = {}
     if draws:  # the chain goes on from the end of warm-up: its steps and the spread of x, 1 where x ~ N(0, I)
+        start = time.perf_counter()
         mcmc.run(mcmc.post_warmup_state.rng_key, extra_fields=("num_steps",))
         x_sd = np.asarray(mcmc.get_samples()).std(0)
+        draw_seconds = time.perf_counter() - start
         draw_steps = float(np.mean(mcmc.get_extra_fields()["num_steps"]))
-        after = {"draw_steps": draw_steps, "x_sd": np.quantile(x_sd, [0.1, 0.5, 0.9])}
+        after = {"draw_steps": draw_steps, "draw_seconds": draw_seconds, "x_sd": np.quantile(x_sd, [0.1, 0.5, 0.9])}
     return after | {
         "d": d,
         "J": J,
         "k": k,
         "search": search,
-        "floored": int(np.sum(w <= clt.CURVATURE_FLOOR * (1 + 1e-9))),
-        "w": np.quantile(w, [0.1, 0.5, 0.9]),
+        "scales": np.quantile(np.sqrt((T**2).sum(1)) if T.ndim == 2 else T, [0.1, 0.5, 0.9]),
         "steps": float(steps[-50:].mean()),
         "step_size": float(mcmc.last_state.adapt_state.step_size),
         "normal": nuts_steps(k, accept),
@@ -93,22 +96,22 @@ def main() -> None:
     family = args.sigma_x_prior or "the default's"
     print(f"# {describe('jax')}; one chain, {args.warmup} warm-up iterations; Sigma_x prior: {family}")
     print(
-        "| d | J | dimension | frame search (s) | curvatures at the floor | curvature quantiles 10/50/90% "
+        "| d | J | dimension | frame search (s) | frame scales 10/50/90% "
         "| steps an iteration, last 50 of warm-up | step size | steps on a standard normal "
         "| warm-up incl. compile (s) |"
-        + (" steps an iteration, draws | sd of x 10/50/90%, draws |" if args.draws else "")
+        + (" steps an iteration, draws | draws (s) | sd of x 10/50/90%, draws |" if args.draws else "")
     )
-    print("|---" * (12 if args.draws else 10) + "|")
+    print("|---" * (12 if args.draws else 9) + "|")
     for size in args.sizes:
         d, J = (int(v) for v in size.lower().split("x"))
         r = frame_row(d, J, args.warmup, args.sigma_x_prior, args.draws)
-        q = " / ".join(f"{v:.3g}" for v in r["w"])
+        q = " / ".join(f"{v:.3g}" for v in r["scales"])
         line = (
-            f"| {d} | {J} | {r['k']} | {r['search']:.1f} | {r['floored']} | {q} | {r['steps']:.1f} "
+            f"| {d} | {J} | {r['k']} | {r['search']:.1f} | {q} | {r['steps']:.1f} "
             f"| {r['step_size']:.3f} | {r['normal']:.1f} | {r['seconds']:.1f} |"
         )
         if args.draws:
-            line += f" {r['draw_steps']:.1f} | {' / '.join(f'{v:.2f}' for v in r['x_sd'])} |"
+            line += f" {r['draw_steps']:.1f} | {r['draw_seconds']:.1f} | {' / '.join(f'{v:.2f}' for v in r['x_sd'])} |"
         print(line, flush=True)
 
 

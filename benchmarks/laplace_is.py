@@ -6,7 +6,8 @@ For each ``d x J``: the paper's simulation released as :mod:`benchmarks.speed` r
 ``normalx-clt`` frame (:func:`bayes_dpreg.samplers.normalx_clt.prepare`: the posterior mode of the
 sampled coordinates and the inverse square root of the Hessian there), so that the Laplace
 approximation of the target NUTS sees (:func:`~bayes_dpreg.samplers.normalx_clt.white_log_density`)
-is ``N(0, I)``. Draws ``x ~ N(0, s^2 I)`` (``s`` in ``--scales``), weights ``log p(x) - log N(x; 0, s^2 I)``
+is ``N(0, I)`` (above 300 coordinates, where the frame is diagonal, its marginals are).
+Draws ``x ~ N(0, s^2 I)`` (``s`` in ``--scales``), weights ``log p(x) - log N(x; 0, s^2 I)``
 and their Pareto-smoothed tail shape ``k-hat`` (ArviZ's ``psislw``; Vehtari et al. 2024: the
 weights are usable below 0.7) with the effective sample size ``1 / sum w^2`` of the normalised
 weights. Importance sampling needs only values of the target (no gradient, about a third of the

@@ -61,8 +61,9 @@ direction the release resolves this centres ``theta`` on what ``z~`` says; along
 on the prior, so no funnel forms between ``Sigma_x`` and ``theta`` (fixing ``Sigma_x theta``
 instead gave divergences in 3% of transitions at d = 5, n_j = 2000, eps = 1, and 62 leapfrog
 steps an iteration on the paper's simulation at d = 10 against 15 now). ``x`` is
-``(v, b, log sigma_y^2)`` less the posterior mode over the Laplace factor there
-(:func:`laplace`), so that NUTS's warm-up starts from a well-scaled geometry. The priors are the
+``(v, b, log sigma_y^2)`` less the posterior mode over the Laplace factor there (each coordinate
+over its sd above 300 coordinates: :func:`laplace`), so that NUTS's warm-up starts from a well-scaled
+geometry. The priors are the
 model's (:func:`~bayes_dpreg.model.densities.prior_dist`, the ``Sigma_x`` factor through
 :func:`~bayes_dpreg.samplers.normalx_nuts.sigma_x_log_density`).
 
@@ -149,7 +150,8 @@ class CLTReference(NamedTuple):
     C_inv: Array  # (d, d) theta's prior precision in the frame
     Cm: Array  # (d,) C^{-1} m in the frame
     mode: Array  # (k,) the posterior mode of the raveled (v, b, log sigma_y^2) (0 before laplace)
-    T: Array  # (k, k) T T^T = the inverse Hessian there: z = mode + T x (I before laplace)
+    T: Array  # (k, k) T T^T = the inverse Hessian there, z = mode + T x; above DENSE_FRAME_MAX_DIM coordinates (k,),
+    # the sds of that Laplace approximation, z = mode + T o x (I or 1 before laplace)
 
 
 @jax.custom_jvp
@@ -486,9 +488,9 @@ def reference(data: ModelData, pr: ResolvedPrior) -> CLTReference:
     C_inv = Q.T @ spd_inverse(jnp.asarray(pr.C)) @ Q
     Cm = C_inv @ (Q.T @ jnp.asarray(pr.m))
     k = d * (d + 1) // 2 + d + 1
-    eye = jnp.eye(k, dtype=W.dtype)
     zero = jnp.zeros(k, W.dtype)
-    return CLTReference(Q, v0, jnp.sqrt(1.0 / n + noise**2), signal, W, s2, delta, Qt, C_inv, Cm, zero, eye)
+    T = jnp.ones(k, W.dtype) if k > DENSE_FRAME_MAX_DIM else jnp.eye(k, dtype=W.dtype)
+    return CLTReference(Q, v0, jnp.sqrt(1.0 / n + noise**2), signal, W, s2, delta, Qt, C_inv, Cm, zero, T)
 
 
 def exact_noise(d: int) -> bool:
@@ -572,8 +574,14 @@ def _ravel(d: int) -> Any:
 
 
 def white_log_density(x: Array, data: ModelData, pr: ResolvedPrior, ref: CLTReference) -> Array:
-    """:func:`log_density` at ``z = mode + T x`` (an affine map: constant Jacobian), the target NUTS sees."""
-    return log_density(_ravel(ref.W.shape[-1] - 1)(ref.mode + ref.T @ x), data, pr, ref)
+    """:func:`log_density` at ``z = mode + T x`` (``T o x`` for a diagonal frame; an affine map: constant
+    Jacobian), the target NUTS sees."""
+    return log_density(_ravel(ref.W.shape[-1] - 1)(frame_point(x, ref)), data, pr, ref)
+
+
+def frame_point(x: Array, ref: CLTReference) -> Array:
+    """``z = mode + T x``, or ``mode + T o x`` where the frame is diagonal (``T`` a vector, :func:`laplace`)."""
+    return ref.mode + (ref.T * x if ref.T.ndim == 1 else ref.T @ x)
 
 
 def laplace(data: ModelData, pr: ResolvedPrior, ref: CLTReference, max_iter: int = 200) -> CLTReference:
@@ -583,6 +591,13 @@ def laplace(data: ModelData, pr: ResolvedPrior, ref: CLTReference, max_iter: int
     BFGS, then Newton steps to the mode, :func:`_newton`):
     NUTS on ``x`` with ``z = mode + T x`` sees a posterior near ``N(0, I)`` where the Laplace
     approximation holds, and a diagonal mass matrix adapts the rest.
+
+    Above :data:`DENSE_FRAME_MAX_DIM` coordinates (d >= 24) the frame is diagonal, ``z = mode + T o x``
+    with ``T_i^2 = (V diag(1/w) V^T)_ii``, the sds of the same Laplace approximation: the dense map
+    costs two ``k x k`` products a gradient (1,326 x 1,326 at d = 50), and the Hessian it whitens is
+    the objective's in the separation prior's coordinates (below), not NUTS's target's (whose
+    eigenvalues in that basis ran from 0.02 to 9 at d = 50). With the diagonal frame whole fits at
+    d = 30 took half the leapfrog steps (``docs/samplers.md``, *A diagonal frame at large d*).
 
     The mode is BFGS's from the reference point with ``log sigma_y^2`` at its prior's mode
     ``log(b / a)``: where the release leaves ``sigma_y^2`` unresolved its posterior is the prior,
@@ -614,7 +629,10 @@ def laplace(data: ModelData, pr: ResolvedPrior, ref: CLTReference, max_iter: int
     start = _bfgs(value_and_grad, x0, max_iter)
     mode, w, V = _newton(value_and_grad, start)
     ok = bool(np.all(np.isfinite(w)) & np.all(np.isfinite(mode)))
-    T = V / np.sqrt(w) if ok else np.eye(x0.shape[0], dtype=x0.dtype)
+    if x0.shape[0] > DENSE_FRAME_MAX_DIM:
+        T = np.sqrt(((V / w) * V).sum(1)) if ok else np.ones_like(x0)  # sqrt diag(V diag(1/w) V^T)
+    else:
+        T = V / np.sqrt(w) if ok else np.eye(x0.shape[0], dtype=x0.dtype)
     put = lambda a: jax.device_put(np.asarray(a))  # not jnp.asarray: a program of its own
     return ref._replace(mode=put(mode if ok else start), T=put(T))
 
@@ -622,7 +640,7 @@ def laplace(data: ModelData, pr: ResolvedPrior, ref: CLTReference, max_iter: int
 def _bfgs(value_and_grad: Callable[[np.ndarray], tuple], x0: np.ndarray, max_iter: int) -> np.ndarray:
     """SciPy's BFGS from ``x0`` on ``value_and_grad`` (non-finite values read as ``+inf``); its
     end point where that is finite and no worse than ``x0``, else ``x0``. Above
-    :data:`DENSE_BFGS_MAX_DIM` coordinates its limited-memory form, L-BFGS-B (:func:`_search_options`)."""
+    :data:`DENSE_FRAME_MAX_DIM` coordinates its limited-memory form, L-BFGS-B (:func:`_search_options`)."""
     import scipy.optimize  # on first use: not at ``import bayes_dpreg`` (tests/test_packaging.py)
 
     def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
@@ -644,12 +662,13 @@ def _bfgs(value_and_grad: Callable[[np.ndarray], tuple], x0: np.ndarray, max_ite
 def _search_options(k: int, max_iter: int) -> dict[str, Any]:
     """``scipy.optimize.minimize``'s method and options for :func:`_bfgs` in ``k`` coordinates. SciPy's
     BFGS updates its dense inverse Hessian by two ``k x k`` matrix products an iteration, ``O(k^3)``: at
-    d = 50 (``k = 1,326``) 44 s of a 49 s frame, for 206 evaluations of 3.5 ms. L-BFGS-B's update is
-    ``O(k m)`` (``m = maxcor`` pairs); its default stopping rule (a relative decrease below 2e-9) ended a
-    d = 30 search 1.1 nats above BFGS's end, so it stops on the gradient or ``2 max_iter``
-    iterations instead: within 0.03 nats of BFGS's end at d = 30 and 0.006 at d = 50, in 1.4 and
-    2.2 s (``docs/samplers.md``, *The frame's search at large d*); :func:`_newton` then polishes both."""
-    if k <= DENSE_BFGS_MAX_DIM:
+    d = 50 (``k = 1,326``) 42 s for 204 evaluations of a few ms. Above :data:`DENSE_FRAME_MAX_DIM` the
+    search is L-BFGS-B (30 pairs: ``O(k m)`` an update), stopping on the gradient or ``2 max_iter``
+    iterations, since its default rule (a relative decrease below about 2e-9, of an objective near
+    1e5) stops 0.1-0.15 nats above BFGS's end at d = 30 and 50; this one 0.03 and 0.013 above it, in 1.3
+    and 1.9 s against BFGS's 2.7 and 42 s (``python -m benchmarks.frame_search``,
+    ``docs/results/speed/frame_search.md``). :func:`_newton` then polishes either."""
+    if k <= DENSE_FRAME_MAX_DIM:
         return {"method": "BFGS", "options": {"maxiter": max_iter}}
     return {"method": "L-BFGS-B", "options": {"maxiter": 2 * max_iter, "maxcor": 30, "ftol": 1e-15}}
 
@@ -708,7 +727,7 @@ def frame_objective(
 
 
 def separation_log_jacobian(v: Array, ref: CLTReference) -> Array:
-    r"""``log |d v / d (log D, R)|`` up to a constant, for ``Sigma_x = Q L L^T Q^T = D R D`` with ``L``
+    r"""``log |d (log D, R) / d v|`` up to a constant, for ``Sigma_x = Q L L^T Q^T = D R D`` with ``L``
     from ``v0 + v_scale v`` (:func:`unpack`): ``Sigma_x`` has ``|d Sigma_x / d (log D, R)| = 2^d
     \prod_k D_kk^{d+1}`` and ``|d Sigma_x / d v| \propto \prod_i L_ii^{d-i+1}`` (:func:`~bayes_dpreg.
     samplers.normalx_nuts.sigma_x_log_density`), so ``-log p(v) + this`` is ``-log p(log D, R)``:
@@ -774,7 +793,8 @@ def _newton(value_and_grad: Callable[[np.ndarray], tuple], x: np.ndarray) -> tup
 NEWTON_STEPS = 8
 NEWTON_TOL = 0.25  # sds: a frame centred this near the mode starts NUTS as well as the mode itself
 CURVATURE_FLOOR = 1e-2  # at most 10 units of z per unit of x: BFGS may stop where the curvature is negative or flat
-DENSE_BFGS_MAX_DIM = 300  # above (d >= 24), L-BFGS-B: BFGS's dense update costs more than the evaluations
+DENSE_FRAME_MAX_DIM = 300  # above (d >= 24) no k x k operation: the search L-BFGS-B (BFGS's update costs more than
+# the evaluations there) and the frame diagonal
 FD_STEP = 1e-5  # the Hessian's forward differences (relative to |x_i| beyond 1): truncation ~1e-5, rounding ~1e-11
 
 
@@ -829,7 +849,7 @@ def draws(state: NCState, cdata: CLTData, pr: ResolvedPrior, key: Array) -> dict
     """``theta``, ``sigma2``, ``Sigma_x`` of the state, in the features' frame."""
     del key
     ref = state.ref
-    L, theta, _, sigma2 = unpack(_ravel(ref.W.shape[-1] - 1)(ref.mode + ref.T @ state.hmc.z), ref, cdata.model.n, pr)
+    L, theta, _, sigma2 = unpack(_ravel(ref.W.shape[-1] - 1)(frame_point(state.hmc.z, ref)), ref, cdata.model.n, pr)
     Q = state.ref.Q
     return {"theta": Q @ theta, "sigma2": sigma2, "Sigma_x": symmetrize(Q @ L @ L.T @ Q.T)}
 
