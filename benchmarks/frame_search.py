@@ -24,15 +24,13 @@ import numpy as np
 
 
 def search_rows(d: int, J: int, methods: list[str]) -> list[dict]:
-    import jax
     import scipy.optimize
 
     from bayes_dpreg.samplers import normalx_clt as clt
-    from benchmarks.speed import prepared, releases
+    from benchmarks.gradient_cost import problem
 
-    sampler, st, pr = prepared("normalx-clt", releases("normalx-clt", d, J, 1))
-    data = sampler.data(st)
-    value_and_grad = clt.frame_value_and_grad(data, pr, jax.jit(clt.reference)(data, pr))
+    data, pr, ref = problem(d, J)
+    value_and_grad = clt.frame_value_and_grad(data, pr, ref)
     x0 = np.asarray(clt.frame_start(data, pr))
     value_and_grad(x0)  # compiles the program
     limited = clt._search_options(clt.DENSE_FRAME_MAX_DIM + 1, 200)

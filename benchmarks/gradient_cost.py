@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 
-def _problem(d: int, J: int) -> tuple[Any, Any, Any]:
+def problem(d: int, J: int) -> tuple[Any, Any, Any]:
     """``(data, prior, reference)`` of ``normalx-clt`` on the paper's simulation released as
     :mod:`benchmarks.speed` releases it."""
     import jax
@@ -55,7 +55,7 @@ def gradient_ms(d: int, J: int, reps: int) -> tuple[int, float]:
 
     from bayes_dpreg.samplers import normalx_clt as clt
 
-    data, pr, ref = _problem(d, J)
+    data, pr, ref = problem(d, J)
     x = jnp.zeros(ref.T.shape[0])
     seconds = _seconds_each(jax.value_and_grad(lambda x: clt.white_log_density(x, data, pr, ref)), x, reps)
     return int(x.shape[0]), 1e3 * seconds
@@ -90,7 +90,7 @@ def likelihood_us(d: int, J: int, reps: int) -> tuple[float, float]:
 
     from bayes_dpreg.samplers import normalx_clt as clt
 
-    data, pr, ref = _problem(d, J)
+    data, pr, ref = problem(d, J)
     Sx = ref.W[:, :d, :d].sum(0) / data.n.sum()
     St = clt.sigma_tilde(Sx, jnp.linalg.solve(Sx, ref.W[:, :d, d].sum(0) / data.n.sum()), jnp.asarray(1.0))
     delta = 2.0 * ref.s2 - data.sigma_S**2  # ref.delta is 0 where the default augments the diagonal (d > 4)
