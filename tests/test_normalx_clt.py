@@ -52,6 +52,11 @@ def _dense_log_lik(
     return total
 
 
+@jax.jit  # compiled: op by op, each operation of the likelihood compiled a program of its own
+def _ensemble_at(Sigma, theta, sigma2, *args):
+    return clt.clt_log_lik(clt.sigma_tilde(Sigma, theta, sigma2), *args)
+
+
 def test_clt_likelihood_is_the_dense_gaussian_with_the_unreleased_entry_integrated_out():
     rng = np.random.default_rng(0)
     n, s2 = np.array([50.0, 80.0]), np.array([3.0, 5.0])
@@ -62,11 +67,16 @@ def test_clt_likelihood_is_the_dense_gaussian_with_the_unreleased_entry_integrat
     diffs = []
     for seed in (1, 2, 3):
         Sigma, theta, sigma2 = _params(seed)
-        St = clt.sigma_tilde(jnp.asarray(Sigma), jnp.asarray(theta), jnp.asarray(sigma2))
         W[:, D, D] = rng.normal(size=J) * 100  # unreleased: must not matter
-        ours = float(clt.clt_log_lik(St, jnp.asarray(W), jnp.asarray(n), jnp.asarray(s2)))
+        args = (jnp.asarray(W), jnp.asarray(n), jnp.asarray(s2))
+        ours = float(_ensemble_at(jnp.asarray(Sigma), jnp.asarray(theta), jnp.asarray(sigma2), *args))
         diffs.append(_dense_log_lik(W, n, s2, Sigma, theta, sigma2) - ours)
     assert np.ptp(diffs) < 1e-8  # equal up to the dropped constant
+
+
+@jax.jit  # compiled: op by op, each operation of the likelihood compiled a program of its own
+def _exact_at(Sigma, theta, sigma2, *args):
+    return clt.clt_log_lik_exact(clt.sigma_tilde(Sigma, theta, sigma2), *args)
 
 
 @pytest.mark.parametrize("d", [2, 3])
@@ -86,10 +96,9 @@ def test_exact_noise_likelihood_is_the_dense_gaussian_with_the_diagonal_noise_as
         A = np.random.default_rng(seed).standard_normal((d, d))
         Sigma, theta, sigma2 = A @ A.T + 0.5 * np.eye(d), rng.standard_normal(d), float(rng.uniform(0.3, 2.0))
         W[:, d, d] = rng.normal(size=J) * 100
-        St = clt.sigma_tilde(jnp.asarray(Q.T @ Sigma @ Q), jnp.asarray(Q.T @ theta), jnp.asarray(sigma2))
         Wf = np.einsum("ka,jkl,lb->jab", Qt, W, Qt)
-        args = (jnp.asarray(n), jnp.asarray(s2), jnp.asarray(delta), jnp.asarray(Qt))
-        ours = float(clt.clt_log_lik_exact(St, jnp.asarray(Wf), *args))
+        args = (jnp.asarray(Wf), jnp.asarray(n), jnp.asarray(s2), jnp.asarray(delta), jnp.asarray(Qt))
+        ours = float(_exact_at(jnp.asarray(Q.T @ Sigma @ Q), jnp.asarray(Q.T @ theta), jnp.asarray(sigma2), *args))
         diffs.append(_dense_log_lik(W, n, s2, Sigma, theta, sigma2, diag_var=2 * s2 - delta) - ours)
     assert np.ptp(diffs) < 1e-8  # equal up to the dropped constant
 
@@ -108,7 +117,7 @@ def test_the_sampler_hands_the_exact_likelihood_the_release_as_released():
     S = (S + np.swapaxes(S, 1, 2)) / 2
     z = np.einsum("jab,b->ja", S, th) + 3.0 * rng.standard_normal((3, d))
     data = ModelData(*map(jnp.asarray, (S, z, n, sS, sz)), jnp.asarray(3.0))
-    ref = clt.reference(data, Prior(C=1.0, b=0.5, Lambda=1.0).resolve(d))
+    ref = clt._reference_program()(data, Prior(C=1.0, b=0.5, Lambda=1.0).resolve(d))  # the sampler's program
     W = np.einsum("ak,jkl,bl->jab", ref.axes, ref.W, ref.axes)  # back to the released axes
     diag = lambda M: np.diagonal(M, axis1=1, axis2=2)
     np.testing.assert_allclose(diag(W[:, :d, :d]), diag(S), rtol=1e-14)  # not augmented: the rotations' rounding
@@ -116,8 +125,9 @@ def test_the_sampler_hands_the_exact_likelihood_the_release_as_released():
     np.testing.assert_allclose(ref.delta, 2 * s2 - sS**2, rtol=1e-12)
     Q = np.asarray(ref.Q)
 
+    @jax.jit  # compiled, as in the sampler (op by op, each operation compiled a program of its own)
     def ours(theta, Sigma, sigma2):
-        St = clt.sigma_tilde(jnp.asarray(Q.T @ Sigma @ Q), Q.T @ theta, jnp.asarray(sigma2))
+        St = clt.sigma_tilde(Q.T @ Sigma @ Q, Q.T @ theta, sigma2)
         return clt.release_log_lik(St, data, ref)
 
     dense = lambda theta, Sigma, sigma2: _dense_log_lik(W, n, s2, Sigma, theta, sigma2, diag_var=sS**2)
@@ -126,7 +136,7 @@ def test_the_sampler_hands_the_exact_likelihood_the_release_as_released():
         B = np.random.default_rng(seed).standard_normal((d, d))
         Sigma, theta, sigma2 = Sx + 0.1 * B @ B.T, th + 0.05 * rng.standard_normal(d), float(rng.uniform(0.5, 2.0))
         diffs.append(float(ours(jnp.asarray(theta), Sigma, sigma2)) - dense(theta, Sigma, sigma2))
-        grad = np.asarray(jax.grad(ours)(jnp.asarray(theta), Sigma, sigma2))
+        grad = np.asarray(jax.jit(jax.grad(ours))(jnp.asarray(theta), Sigma, sigma2))
         h = 1e-6 * np.eye(d)
         fd = [(dense(theta + h[k], Sigma, sigma2) - dense(theta - h[k], Sigma, sigma2)) / 2e-6 for k in range(d)]
         np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-4)
