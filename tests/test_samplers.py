@@ -24,7 +24,8 @@ PRIOR = Prior(m=[0.1, -0.2, 0.3], C=2.0, a=3.0, b=2.0, Lambda=[[2.0, 0.3, 0.0], 
 def _random_state(seed, J=3, d=3):
     pr = PRIOR.resolve(d)
     n = jnp.array([25.0, 40.0, 33.0])[:J]
-    params, data = simulate_from_prior(jax.random.key(seed), pr, n, jnp.full(J, 4.0), jnp.full(J, 3.0))
+    # compiled: op by op, each operation of the simulation compiled a program of its own (hundreds)
+    params, data = jax.jit(simulate_from_prior)(jax.random.key(seed), pr, n, jnp.full(J, 4.0), jnp.full(J, 3.0))
     return pr, params, data
 
 

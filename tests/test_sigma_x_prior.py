@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -34,6 +36,13 @@ def _features(A):
     return np.c_[np.log(sd), A[:, 0, 1] / (sd[:, 0] * sd[:, 1]), np.linalg.slogdet(A)[1]]
 
 
+@functools.partial(jax.jit, static_argnums=2)
+def _prior_draws(pr, key, num):
+    """``num`` draws of ``Sigma_x`` from its prior, compiled (op by op, each operation of the sampler
+    compiled a program of its own: hundreds)."""
+    return prior_dist(pr, "Sigma_x").sample(key, (num,))
+
+
 def _nuts_draws(log_density, d, num_samples=20000, thin=10):
     """Nearly independent draws of ``Sigma_x`` by NUTS on its log-Cholesky coordinates."""
 
@@ -54,7 +63,7 @@ def test_sampler_density_matches_the_distribution_it_samples(eta):
     A Jacobian off by one power of ``L_ii`` fails the same test (negative control)."""
     d = 3
     pr = Prior(C=1.0, b=1.0, Lambda=np.diag([1.0, 4.0, 0.25]), Sigma_x_prior="lkj", eta=eta).resolve(d)
-    direct = _features(np.asarray(prior_dist(pr, "Sigma_x").sample(jax.random.key(0), (2000,))))
+    direct = _features(np.asarray(_prior_draws(pr, jax.random.key(0), 2000)))
     sampled = _features(_nuts_draws(lambda L: sigma_x_log_density(L, pr), d))
     pvalues = [ks_2samp(direct[:, k], sampled[:, k]).pvalue for k in range(direct.shape[1])]
     assert min(pvalues) > 1e-3, pvalues
@@ -71,7 +80,7 @@ def test_reaches_small_directions_the_inverse_wishart_rules_out():
 
     def small_share(**family):
         pr = Prior(C=1.0, b=1.0, Lambda=1.0, **family).resolve(2)
-        S = np.asarray(prior_dist(pr, "Sigma_x").sample(key, (20000,)))
+        S = np.asarray(_prior_draws(pr, key, 20000))
         return np.mean(np.linalg.eigvalsh(S)[:, 0] < 0.01)
 
     assert small_share(Sigma_x_prior="lkj", eta=2.0) > 0.02
