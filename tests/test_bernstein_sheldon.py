@@ -139,7 +139,7 @@ def test_bs_starts_and_stays_finite_on_a_near_singular_single_release():
     from bayes_dpreg.samplers import bs
 
     data, pr = bs.data(stack_stats(rep.bs)), rep.prior.resolve(5)
-    state = bs_init(jax.random.key(3), data, pr)
+    state = jax.jit(bs_init)(jax.random.key(3), data, pr)  # compiled: op by op, a program an operation
     assert np.abs(np.asarray(state.z["theta"])).max() < 10.0
     state = jax.lax.fori_loop(0, 200, lambda i, s: bs_step(s, data, pr), state)
     assert all(np.isfinite(np.asarray(v)).all() for v in state.z.values())
@@ -177,7 +177,8 @@ def test_matheron_draw_has_the_conditional_law():
     mom = ss_moments(theta, sigma2, Sigma)
     obs = n[:, None] * mom.mean + 3.0
     data = BSData(obs, n, jnp.asarray([2.0, 5.0]))
-    draws = jax.vmap(lambda k: _ss_draw(k, theta, sigma2, Sigma, data))(jax.random.split(jax.random.key(0), 40000))
+    # compiled: vmapped op by op, each operation compiled a program of its own
+    draws = jax.jit(jax.vmap(lambda k: _ss_draw(k, theta, sigma2, Sigma, data)))(jax.random.split(jax.random.key(0), 40000))
     for j in range(2):
         mean, U, scale = ss_conditional(n[j] * mom.mean, n[j] * mom.cov, obs[j], data.sigma[j] ** 2)
         cov = U @ jnp.diag(scale**2) @ U.T
@@ -193,7 +194,7 @@ def test_clt_prior_draw_has_the_isserlis_moments():
     theta, sigma2 = jnp.asarray([0.5, -1.0, 0.2]), jnp.asarray(0.8)
     Sigma = jnp.asarray([[1.0, 0.3, 0.0], [0.3, 0.5, 0.1], [0.0, 0.1, 2.0]])
     n = jnp.asarray([10.0])
-    x = jax.vmap(lambda k: _clt_prior_draw(k, theta, sigma2, Sigma, n)[0])(jax.random.split(jax.random.key(1), 100000))
+    x = jax.jit(jax.vmap(lambda k: _clt_prior_draw(k, theta, sigma2, Sigma, n)[0]))(jax.random.split(jax.random.key(1), 100000))
     mom = ss_moments(theta, sigma2, Sigma)
     sd = np.sqrt(np.diag(10 * mom.cov))
     np.testing.assert_allclose(x.mean(0), 10 * mom.mean, atol=float(5 * sd.max() / np.sqrt(1e5)))

@@ -1,7 +1,9 @@
 """The fit's log_prior group and the power-scaling check of how much each prior factor sways theta."""
 
+import functools
 import warnings
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions
@@ -53,13 +55,18 @@ def test_log_prior_holds_each_prior_factor_at_the_draws(nuts):
     np.testing.assert_allclose(lp["Sigma_x"].values[0, :5], [_separation_logpdf(S, pr) for S in Sigma_x], rtol=1e-8)
 
 
+@functools.partial(jax.jit, static_argnums=(1, 2))  # compiled: op by op, a program an operation
+def _lkj_logpdf(R, d, eta):
+    return numpyro.distributions.LKJ(d, eta).log_prob(R)
+
+
 def _separation_logpdf(S, pr):
     """The default ``Sigma_x`` prior (``D R D``, log-normal scales, LKJ correlations) by the change of
     variables, ``|d Sigma / d(s, R)| = 2^d prod s_k^d``, written apart from ``ScaledLKJ``."""
     d = S.shape[0]
     s = np.sqrt(np.diag(S))
     log_scales = sps.norm.logpdf(np.log(s), 0.5 * np.log(np.diag(pr.Lambda)), pr.scale_sd) - np.log(s)
-    lkj = float(numpyro.distributions.LKJ(d, pr.eta).log_prob(jnp.asarray(S / np.outer(s, s))))
+    lkj = float(_lkj_logpdf(jnp.asarray(S / np.outer(s, s)), d, float(pr.eta)))
     return log_scales.sum() + lkj - d * np.log(2.0) - d * np.log(s).sum()
 
 
