@@ -29,11 +29,10 @@ def curvatures(d: int, J: int) -> dict[str, np.ndarray]:
     import jax.numpy as jnp
 
     from bayes_dpreg.samplers import normalx_clt as clt
-    from benchmarks.speed import prepared, releases
+    from benchmarks.gradient_cost import problem
 
-    sampler, st, pr = prepared("normalx-clt", releases("normalx-clt", d, J, 1))
-    data = sampler.data(st)
-    ref = clt.prepare(data, pr, clt.settings({}, d, clt.NUM_WARMUP)[0]).ref
+    data, pr, ref = problem(d, J)
+    ref = clt.laplace(data, pr, ref)  # the frame, as clt.prepare builds it
     objective = clt.frame_value_and_grad(data, pr, ref)
     _, _, w, V = clt._local(objective, np.asarray(ref.mode))
     T = V / np.sqrt(w)
