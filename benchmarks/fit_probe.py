@@ -8,8 +8,9 @@ d = 5, J = 5 unless ``--dims``/``--parties``; ``--eta`` fits the default prior w
 concentration (the default's is 1; 2 before 2026-11-28). Prints the seconds of the first fit (compilation
 included) and of a second fit on another release of the same shapes, and for NUTS the leapfrog steps
 of the kept draws (the warm-up's are not recorded) with the fit's seconds over them: a comparison of
-two versions whose chains take different paths. ``docs/results/speed/speed_gpu.md``
-quotes it on a lent H200.
+two versions whose chains take different paths; then the draws a chain (more than asked where
+``extend`` ran the chains on), the min bulk ESS and max R-hat of ``theta``, and the fit's warnings.
+``docs/results/speed/speed_gpu.md`` quotes it on a lent H200.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import argparse
 import faulthandler
 import tempfile
 import time
+import warnings
 from pathlib import Path
+from typing import Any
 
 
 def main() -> None:
@@ -45,11 +48,25 @@ def main() -> None:
         stats = speed.releases(args.method, args.dims, args.parties, seed)
         t = time.perf_counter()
         prior = None if args.eta is None else bd.Prior(eta=args.eta)
-        idata = bd.fit(stats, args.method, prior, seed=seed, num_chains=args.chains)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            idata = bd.fit(stats, args.method, prior, seed=seed, num_chains=args.chains)
         wall = time.perf_counter() - t
         steps = int(idata.sample_stats["n_steps"].sum()) if "n_steps" in idata.sample_stats else 0
         per_step = f", {steps} leapfrog steps after warm-up ({1e6 * wall / steps:.0f} us a step)" if steps else ""
-        print(f"{label} fit: {wall:.1f} s{per_step}", flush=True)
+        print(f"{label} fit: {wall:.1f} s{per_step}; {_mixing(idata, caught)}", flush=True)
+
+
+def _mixing(idata: Any, caught: list) -> str:
+    """Draws a chain, min bulk ESS and max R-hat of ``theta``, and the fit's warnings by category."""
+    import arviz as az
+
+    theta = idata.posterior["theta"]
+    ess = float(az.ess(theta)["theta"].min())
+    rhat = float(az.rhat(theta)["theta"].max())
+    kinds = sorted({w.category.__name__ for w in caught})
+    draws = theta.sizes["draw"]
+    return f"{draws} draws a chain, min bulk ESS of theta {ess:.0f}, max R-hat {rhat:.3f}, warnings: {kinds}"
 
 
 if __name__ == "__main__":
