@@ -5,11 +5,12 @@ each ``--dump-every`` seconds (to ``<out>/stacks.txt``): tells a slow fit from a
 
 Data as in :mod:`benchmarks.speed` (the paper's simulation, n = 1e5, eps = 1, seeded releases),
 d = 5, J = 5 unless ``--dims``/``--parties``; ``--eta`` fits the default prior with that LKJ
-concentration (the default's is 1; 2 before 2026-11-28). Prints the seconds of the first fit (compilation
-included) and of a second fit on another release of the same shapes, and for NUTS the leapfrog steps
-of the kept draws (the warm-up's are not recorded) with the fit's seconds over them: a comparison of
-two versions whose chains take different paths; then the draws a chain (more than asked where
-``extend`` ran the chains on), the min bulk ESS and max R-hat of ``theta``, and the fit's warnings.
+concentration (the default's is 1; 2 before 2026-11-28), ``--target-accept`` NUTS's target acceptance.
+Prints the seconds of the first fit (compilation included) and of a second fit on another release of the
+same shapes, and for NUTS the leapfrog steps of the kept draws (the warm-up's are not recorded) with the
+fit's seconds over them: a comparison of two versions whose chains take different paths; then the draws
+a chain (more than asked where ``extend`` ran the chains on), the min bulk ESS and max R-hat of
+``theta``, and the fit's warnings.
 ``docs/results/speed/speed_gpu.md`` quotes it on a lent H200.
 """
 
@@ -32,6 +33,7 @@ def main() -> None:
     ap.add_argument("--parties", type=int, default=5)
     ap.add_argument("--chains", type=int, default=4)
     ap.add_argument("--eta", type=float, help="the default prior with this LKJ concentration (Prior(eta=...))")
+    ap.add_argument("--target-accept", type=float, help="NUTS's target acceptance (fit's target_accept_prob)")
     ap.add_argument("--dump-every", type=float, default=60.0)
     ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "fit_probe", help="where stacks.txt goes")
     args = ap.parse_args()
@@ -50,7 +52,8 @@ def main() -> None:
         prior = None if args.eta is None else bd.Prior(eta=args.eta)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            idata = bd.fit(stats, args.method, prior, seed=seed, num_chains=args.chains)
+            options = {} if args.target_accept is None else {"target_accept_prob": args.target_accept}
+            idata = bd.fit(stats, args.method, prior, seed=seed, num_chains=args.chains, **options)
         wall = time.perf_counter() - t
         steps = int(idata.sample_stats["n_steps"].sum()) if "n_steps" in idata.sample_stats else 0
         per_step = f", {steps} leapfrog steps after warm-up ({1e6 * wall / steps:.0f} us a step)" if steps else ""

@@ -152,3 +152,26 @@ def test_the_bounds_line_appears_only_when_the_bound_is_exceeded():
 
     assert bounds_summary({}) is None and bounds_summary({"sigma2_over_bound": 0.02}) is None
     assert "12.5 times y_bound^2" in bounds_summary({"sigma2_over_bound": 12.5})
+
+
+def test_the_statistic_is_each_partys_quadratic_form_in_its_covariance():
+    """``_whitened_spread`` in the shared eigenbasis of the Wishart covariance (``_covariances``) equals
+    ``sum_j r_j^T V_j^{-1} r_j`` with ``V_j = (1 - n_j / N) (n_j Gamma + sigma_j^2 I)`` solved party by
+    party, for a release and for a batch of them, parties with their own noise."""
+    from bayes_dpreg.posterior.diagnostics import heterogeneity as het
+
+    rng = np.random.default_rng(3)
+    sig = np.array([30.0, 5.0, 80.0, 12.0])
+    S = np.stack([_release(rng, [SIGMA] * 4, N, s)[j] for j, s in enumerate(sig)])
+    batch = np.stack([S, _release(rng, [SIGMA] * 4, N, 40.0)])
+    Sigma = S.sum(0) / N.sum()
+    E, v = het._covariances(Sigma, N, sig)
+    G, p = het._wishart_cov(Sigma), 6
+    for S_b in batch:
+        r = het._upper(S_b - N[:, None, None] * S_b.sum(0) / N.sum())
+        direct = 0.0
+        for j in range(4):
+            V = (1 - N[j] / N.sum()) * (N[j] * G + sig[j] ** 2 * np.eye(p))
+            direct += r[j] @ np.linalg.solve(V, r[j])
+        np.testing.assert_allclose(het._whitened_spread(S_b, N, E, v), direct, rtol=1e-10)
+    np.testing.assert_allclose(het._whitened_spread(batch, N, E, v)[0], het._whitened_spread(S, N, E, v), rtol=1e-12)

@@ -76,12 +76,23 @@ def _wishart_cov(Sigma: np.ndarray) -> np.ndarray:
     return Sigma[np.ix_(a, a)] * Sigma[np.ix_(b, b)] + Sigma[np.ix_(a, b)] * Sigma[np.ix_(b, a)]
 
 
-def _whitened_spread(S: np.ndarray, n: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """``sum_j ||W_j r_j||^2`` with ``r_j = upper(S_j) - n_j upper(sum_k S_k / sum_k n_k)``; ``S`` may
-    carry leading batch axes before the party axis."""
+def _whitened_spread(S: np.ndarray, n: np.ndarray, E: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``sum_j r_j^T V_j^{-1} r_j`` with ``r_j = upper(S_j) - n_j upper(sum_k S_k / sum_k n_k)`` and
+    ``V_j = E diag(v_j) E^T`` (:func:`_covariances`); ``S`` may carry leading batch axes before the
+    party axis. One matrix product for every party and draw: ``(E^T r_j)^2 / v_j`` summed."""
     pooled = S.sum(-3, keepdims=True) / n.sum()
     r = _upper(S - n[:, None, None] * pooled)
-    return (np.einsum("jpq,...jq->...jp", W, r) ** 2).sum((-1, -2))
+    return ((r.reshape(-1, E.shape[0]) @ E).reshape(r.shape) ** 2 / v).sum((-1, -2))
+
+
+def _covariances(Sigma: np.ndarray, n: np.ndarray, sig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(E, v)`` with ``V_j = (1 - n_j / N) (n_j Gamma + sigma_S,j^2 I) = E diag(v_j) E^T`` for every
+    party: ``Gamma = E diag(g) E^T`` (:func:`_wishart_cov`) is shared, so ``v_j = (1 - n_j / N) (n_j g +
+    sigma_S,j^2)``. One ``p x p`` eigendecomposition, ``p = d (d + 1) / 2``, where a Cholesky factor and
+    its inverse a party held ``J`` matrices of ``p^2`` (2.6 GB at d = 50, J = 100)."""
+    g, E = np.linalg.eigh(_wishart_cov(Sigma))
+    g = np.maximum(g, 0.0)  # positive semi-definite: rounding only
+    return E, (1.0 - n / n.sum())[:, None] * (n[:, None] * g + sig[:, None] ** 2)
 
 
 def _bartlett_wishart(rng: np.random.Generator, L: np.ndarray, dof: np.ndarray, size: int) -> np.ndarray:
@@ -124,15 +135,13 @@ def party_heterogeneity(S_tilde: Any, n: Any, sigma_S: Any, *, draws: int = 200,
     lam, U = np.linalg.eigh(0.5 * (S + np.swapaxes(S, -1, -2)).sum(0) / n.sum())
     lam = np.maximum(lam, 1e-6 * max(lam[-1], np.finfo(float).tiny))
     Sigma = (U * lam) @ U.T
-    G, p = _wishart_cov(Sigma), d * (d + 1) // 2
-    V = (1.0 - n / n.sum())[:, None, None] * (n[:, None, None] * G + sig[:, None, None] ** 2 * np.eye(p))
-    W = np.linalg.inv(np.linalg.cholesky(V))
-    q = float(_whitened_spread(S, n, W))
+    E, v = _covariances(Sigma, n, sig)
+    q = float(_whitened_spread(S, n, E, v))
     rng = np.random.default_rng(seed)
     noise = rng.standard_normal((draws, J, d, d))
     noise = np.triu(noise) + np.swapaxes(np.triu(noise, 1), -1, -2)
     S_star = _bartlett_wishart(rng, U * np.sqrt(lam), n, draws) + sig[:, None, None] * noise
-    q_star = _whitened_spread(S_star, n, W)
+    q_star = _whitened_spread(S_star, n, E, v)
     null_mean = float(q_star.mean())
     return Heterogeneity(q, null_mean, q / null_mean, float((1 + (q_star >= q).sum()) / (draws + 1)), draws)
 
