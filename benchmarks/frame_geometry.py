@@ -37,14 +37,15 @@ import numpy as np
 TERMS = ("Sigma_x prior", "theta prior", "sigma2 prior", "likelihood")
 
 
-def setup(d: int, J: int, warmup: int) -> tuple[Any, Any, Any]:
-    """``(data, prior, frame)`` of the default on the paper's simulation, its Laplace frame as ``fit`` makes it."""
+def setup(d: int, J: int) -> tuple[Any, Any, Any]:
+    """``(data, prior, frame)`` of the default on the paper's simulation (:func:`benchmarks.gradient_cost.problem`),
+    its Laplace frame as ``fit`` makes it (:func:`~bayes_dpreg.samplers.normalx_clt.prepare`: ``laplace``
+    of the reference)."""
     from bayes_dpreg.samplers import normalx_clt as clt
-    from benchmarks.speed import prepared, releases
+    from benchmarks.gradient_cost import problem
 
-    sampler, st, pr = prepared("normalx-clt", releases("normalx-clt", d, J, 1))
-    data = sampler.data(st)
-    return data, pr, clt.prepare(data, pr, clt.settings({}, d, warmup)[0]).ref
+    data, pr, ref = problem(d, J)
+    return data, pr, clt.laplace(data, pr, ref)
 
 
 def terms(x: Any, data: Any, pr: Any, ref: Any) -> dict[str, Any]:
@@ -97,6 +98,7 @@ def stiff_rows(run: dict, data: Any, pr: Any, ref: Any, points: int) -> list[dic
     import jax.numpy as jnp
 
     from bayes_dpreg.model.linalg import symmetrize
+    from benchmarks.frame_hessian import fd_hessian
 
     potential = lambda x: -sum(terms(x, data, pr, ref).values())
     grad = jax.jit(jax.grad(potential))
@@ -108,7 +110,7 @@ def stiff_rows(run: dict, data: Any, pr: Any, ref: Any, points: int) -> list[dic
     scale = np.sqrt(run["inverse_mass"])
     rows = []
     for i in np.linspace(0, len(run["x"]) - 1, points).astype(int):
-        H = _fd_hessian(grad, run["x"][i])
+        H = fd_hessian(grad, run["x"][i])
         lam, U = np.linalg.eigh(np.asarray(symmetrize(scale[:, None] * H * scale[None, :])))
         share = dict.fromkeys(TERMS, 0.0)
         for u in (U[:, -1] * scale, U[:, -2] * scale, U[:, -3] * scale):
@@ -117,17 +119,6 @@ def stiff_rows(run: dict, data: Any, pr: Any, ref: Any, points: int) -> list[dic
         total = lam[-3:].sum()
         rows.append({"draw": int(i), "top": lam[-3:][::-1], **{t: share[t] / total for t in TERMS}})
     return rows
-
-
-def _fd_hessian(grad: Any, x: np.ndarray, h: float = 1e-5) -> np.ndarray:
-    """The Hessian by forward differences of ``grad`` at ``x``, symmetrised."""
-    g0 = np.asarray(grad(x))
-    H = np.empty((x.shape[0], x.shape[0]))
-    for i in range(x.shape[0]):
-        e = np.zeros_like(x)
-        e[i] = h
-        H[i] = (np.asarray(grad(x + e)) - g0) / h
-    return 0.5 * (H + H.T)
 
 
 def separation_potential(data: Any, pr: Any, ref: Any) -> tuple[Any, np.ndarray]:
@@ -204,7 +195,7 @@ def main() -> None:
     stiff, chains = [], []
     for size in args.sizes:
         d, J = (int(v) for v in size.lower().split("x"))
-        data, pr, ref = setup(d, J, args.warmup)
+        data, pr, ref = setup(d, J)
         k = ref.mode.shape[0]
         frame = "diagonal" if k > clt.DENSE_FRAME_MAX_DIM else "dense"
         potential = functools.partial(_white_potential, data=data, pr=pr, ref=ref)
