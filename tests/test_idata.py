@@ -70,6 +70,33 @@ def test_log_likelihood_is_each_partys_release_density():
     assert np.all((q > 0.001) & (q < 0.999))
 
 
+def test_the_eigenbasis_form_is_the_release_density():
+    """z_dist_eigen (how the InferenceData evaluates a shared S_j) is z_dist rotated: the same log density
+    at U^T z, party by party, also where S_j is singular, and U times its draws has z_dist's moments."""
+    import jax
+
+    from bayes_dpreg.model.densities import z_dist, z_dist_eigen
+
+    rng = np.random.default_rng(2)
+    J, d = 3, 4
+    A = rng.normal(size=(J, d, d))
+    A[2, :, 0] = A[2, :, 1]  # a singular S_j
+    S = A @ np.swapaxes(A, 1, 2)
+    theta, z, sigma_z = rng.normal(size=d), rng.normal(size=(J, d)), np.array([0.3, 1.0, 2.0])
+    lam, U = np.linalg.eigh(S)
+    lam = np.maximum(lam, 0.0)
+    w = np.einsum("jkl,jk->jl", U, z)
+    want = z_dist(S, theta, 0.7, sigma_z).log_prob(z)
+    np.testing.assert_allclose(z_dist_eigen(lam, U, theta, 0.7, sigma_z).log_prob(w), want, rtol=1e-12)
+    draws = z_dist_eigen(lam, U, theta, 0.7, sigma_z).sample(jax.random.key(0), (20000,))
+    zs = np.einsum("jkl,njl->njk", U, np.asarray(draws))
+    cov = 0.7 * S + sigma_z[:, None, None] ** 2 * np.eye(d)
+    for j in range(J):
+        se = np.sqrt(np.diag(cov[j]) / 20000)
+        assert np.all(np.abs(zs[:, j].mean(0) - S[j] @ theta) < 4 * se)
+        np.testing.assert_allclose(np.cov(zs[:, j].T), cov[j], rtol=0.1, atol=0.05 * np.abs(cov[j]).max())
+
+
 def test_compare_and_ppc_plot(tmp_path):
     import matplotlib
 

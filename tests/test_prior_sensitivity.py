@@ -140,13 +140,15 @@ def test_release_lambda_is_the_pooled_covariance_of_the_features():
 
 
 def test_the_array_path_is_arviz_psens():
-    """psens_draws (ArviZ's PSIS and CJS steps without its xarray layer) equals arviz.psens."""
+    """psens_draws (ArviZ's PSIS and CJS steps without its xarray layer, all columns at once) equals
+    arviz.psens, also where draws repeat."""
     import arviz as az
 
     from bayes_dpreg.posterior.diagnostics.prior_sensitivity import _psens
 
     rng = np.random.default_rng(3)
     theta = rng.standard_normal((2, 300, 3))
+    theta[:, 100:140] = theta[:, 60:100]  # repeated draws, as a rejecting chain has: ties in the sort
     log_prior = {"theta": -0.5 * (theta**2).sum(-1), "Sigma_x": rng.standard_normal((2, 300))}
     log_lik = {
         "z_tilde": -0.5 * (theta[..., :1] - 1.0) ** 2 + 0.1 * rng.standard_normal((2, 300, 1)),

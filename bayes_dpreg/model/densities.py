@@ -64,6 +64,7 @@ __all__ = [
     "log_local_S",
     "S_tilde_dist",
     "z_dist",
+    "z_dist_eigen",
     "log_lik_z",
     "intercept_design",
     "normalx_intercept_model",
@@ -292,6 +293,17 @@ def z_dist(S: Array, theta: Array, sigma2: Array, sigma_z: Array) -> dist.Multiv
     d = S.shape[-1]
     cov = sigma2 * S + (sigma_z**2)[..., None, None] * jnp.eye(d, dtype=S.dtype)
     return dist.MultivariateNormal(S @ theta, covariance_matrix=cov, **_NO_CHECK)
+
+
+def z_dist_eigen(lam: Array, U: Array, theta: Array, sigma2: Array, sigma_z: Array) -> dist.Independent:
+    """:func:`z_dist` in the eigenbasis of ``S_j = U_j diag(lam_j) U_j^T``: the law of ``U_j^T z~_j``,
+    ``N(lam_j o U_j^T theta, diag(sigma_y^2 lam_j + sigma_z,j^2))``, whose density at ``U_j^T z~_j`` is
+    :func:`z_dist`'s at ``z~_j`` (``U_j`` is orthogonal). Where one ``S_j`` serves many draws of
+    ``(theta, sigma_y^2)`` its eigendecomposition is computed once and a draw costs ``O(d^2)`` a party,
+    not a ``d x d`` Cholesky factor. ``lam``, ``U``: ``(J, d)``, ``(J, d, d)``; ``sigma_z``: ``(J,)``."""
+    mean = lam * jnp.einsum("...kl,k->...l", U, theta)
+    sd = jnp.sqrt(sigma2 * lam + (sigma_z**2)[..., None])
+    return dist.Normal(mean, sd, **_NO_CHECK).to_event(1)
 
 
 def S_prior_dist(Sigma_x: Array, data: ModelData) -> dist.Wishart:

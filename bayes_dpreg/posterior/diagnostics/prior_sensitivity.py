@@ -78,23 +78,51 @@ def psens_draws(draws: np.ndarray, log_density: np.ndarray, delta: float, *more:
     r"""``arviz.psens`` on arrays: the power-scaling sensitivity of each column of ``draws`` (and
     of each array in ``more``, same shape) to the factor whose log density at the draws is
     ``log_density`` (``(S,)``). ArviZ's own steps (``psislw`` for the weights of the factor raised to
-    ``1 / (1 + delta)`` and ``1 + delta``, ``_powerscale_sens`` for the cumulative Jensen-Shannon
-    distances), without its xarray layer, which took 50 ms of each call at 2,000 draws of 5
-    coefficients; the weights are computed once for all arrays. Equal to ``arviz.psens`` to
-    rounding (``tests/test_prior_sensitivity.py``)."""
+    ``1 / (1 + delta)`` and ``1 + delta``, then the cumulative Jensen-Shannon distances,
+    :func:`_powerscale_sens`), without its xarray layer and for all columns at once; the weights
+    are computed once for all arrays. Equal to ``arviz.psens`` to rounding
+    (``tests/test_prior_sensitivity.py``)."""
     import arviz as az
-    from arviz.stats.stats import _powerscale_sens
 
     weights = []
     for alpha in (1.0 / (1.0 + delta), 1.0 + delta):
         w = np.exp(az.psislw((alpha - 1.0) * log_density)[0])
         weights.append(w / w.sum())
-    return [
-        np.array(
-            [_powerscale_sens(col, lower_weights=weights[0], upper_weights=weights[1], delta=delta) for col in a.T]
-        )
-        for a in (draws, *more)
-    ]
+    columns = np.concatenate([draws, *more], axis=1)
+    return np.split(_powerscale_sens(columns, weights[0], weights[1], delta), len(more) + 1)
+
+
+def _powerscale_sens(draws: np.ndarray, lower: np.ndarray, upper: np.ndarray, delta: float) -> np.ndarray:
+    """ArviZ's ``_powerscale_sens`` for every column of ``draws`` (``(S, K)``): the finite-difference
+    derivative ``(CJS_lower + CJS_upper) / (2 log2(1 + delta))``, each CJS the larger of the draws'
+    and their negatives'. ArviZ loops over columns in Python and sorts a column four times (its
+    ``_cjs_dist`` sorts one column a call); its permutation test asks ``20 d`` columns of a fit, 0.1-0.4 s
+    at d = 5-20 that way. Here one sort serves both signs (the negated draws sorted are the sorted
+    draws negated and reversed: only tied draws may swap, which their zero gaps make irrelevant) and
+    both weights."""
+    order = np.argsort(draws, axis=0)
+    x = np.take_along_axis(draws, order, axis=0)
+    sides = ((x, order), (-x[::-1], order[::-1]))
+    cjs = lambda w: np.maximum(*(_cjs_dist(xs, w[o]) for xs, o in sides))
+    return (cjs(lower) + cjs(upper)) / (2.0 * np.log2(1.0 + delta))
+
+
+def _cjs_dist(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    r"""ArviZ's ``_cjs_dist`` column by column, given the columns sorted (``x``, ``(S, K)``) and the
+    weights in their order (``w``): the cumulative Jensen-Shannon distance between the empirical CDF
+    ``P`` of each column and ``Q``, that of the same draws weighted by ``w``, with ``\Delta x`` the
+    gaps, ``sqrt((CJS(P||Q) + CJS(Q||P)) / \int (P + Q))``, ``CJS(P||Q) = \sum \Delta x P log2(2P / (P + Q))
+    + (\int Q - \int P) / (2 ln 2)`` (floored at 0)."""
+    S = x.shape[0]
+    gaps = np.diff(x, axis=0)
+    p = np.linspace(1 / S, 1 - 1 / S, S - 1)[:, None]
+    q = np.cumsum(w / np.sum(w[:, :1]), axis=0)[:-1]
+    p_int, q_int = (p * gaps).sum(0), (q * gaps).sum(0)
+    log2 = lambda a: np.log2(a, out=np.zeros_like(a), where=a != 0)
+    half = log2(0.5 * (p + q))
+    pq = np.maximum(0.0, (gaps * p * (log2(p) - half)).sum(0) + 0.5 / np.log(2) * (q_int - p_int))
+    qp = np.maximum(0.0, (gaps * q * (log2(q) - half)).sum(0) + 0.5 / np.log(2) * (p_int - q_int))
+    return np.sqrt((pq + qp) / (p_int + q_int))
 
 
 def _noise_level(idata: Any, name: str, delta: float, permutations: int, rng: np.random.Generator) -> float:
