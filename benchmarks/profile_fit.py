@@ -3,6 +3,11 @@ on the paper's simulation (the data of ``benchmarks/speed.py``).
 
     python -m benchmarks.profile_fit                      # normalx-nuts, d = 5, J = 5
     python -m benchmarks.profile_fit --method fixeds --d 2 --J 1 --out docs/results/speed
+    python -m benchmarks.profile_fit --method default --d 20 --J 20 --warm --xla-threads default
+
+``--warm`` profiles a warm fit instead: a first fit of another release of the same shapes runs
+unprofiled before (its programs compiled, as after any first fit), and the persistent cache is left
+as configured. ``--method default``: ``fit``'s own choice for the shapes.
 
 Prints the fit's wall time split into XLA compilation (every ``backend_compile`` call, and how
 many), tracing and lowering to XLA, the chain driver's run after compilation, building the
@@ -33,6 +38,15 @@ PARTS = {  # label -> (file fragment, function name) in the profile
         "bayes_dpreg/samplers/base.py",
         "_advance_all",
     ),
+    "  Laplace frame (normalx_clt.laplace)": ("bayes_dpreg/samplers/normalx_clt.py", "laplace"),
+    "  the fit's checks (run_checks)": ("bayes_dpreg/posterior/diagnostics/__init__.py", "run_checks"),
+    "    convergence (R-hat, ESS; also in the chain driver's extend decision)": (
+        "bayes_dpreg/samplers/convergence.py",
+        "convergence",
+    ),
+    "    parties' heterogeneity": ("bayes_dpreg/posterior/diagnostics/heterogeneity.py", "check"),
+    "    prior sensitivity": ("bayes_dpreg/posterior/diagnostics/prior_sensitivity.py", "check"),
+    "    release resolution": ("bayes_dpreg/posterior/diagnostics/resolution.py", "check"),
     "  InferenceData (idata.build)": ("bayes_dpreg/posterior/idata.py", "build"),
     "    prior draws of theta and sigma2 (NumPy)": ("bayes_dpreg/posterior/idata.py", "_prior_theta_sigma2"),
     "    log-likelihood, posterior and prior predictive": ("bayes_dpreg/posterior/idata.py", "_predictive_groups"),
@@ -48,25 +62,39 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--method", default="normalx-nuts")
     ap.add_argument("--d", type=int, default=5)
     ap.add_argument("--J", type=int, default=5)
-    ap.add_argument("--out", type=Path, default=None, help="also write profile_fit_{method}_d{d}_J{J}.md here")
+    ap.add_argument(
+        "--xla-threads",
+        choices=["1", "default"],
+        default="1",
+        help="XLA's CPU threads: one (NPROC=1, this script's setting before 2026-11-29), or its default pool, "
+        "as fit runs (where the default's chains run on one thread a core, NPROC=1 serialises them)",
+    )
+    ap.add_argument("--warm", action="store_true", help="profile a second fit of the same shapes")
+    ap.add_argument("--out", type=Path, default=None, help="also write profile_fit_{method}_d{d}_J{J}[_warm].md here")
     args = ap.parse_args(argv)
-    os.environ.setdefault("BAYES_DPREG_COMPILATION_CACHE", "0")
+    if not args.warm:
+        os.environ.setdefault("BAYES_DPREG_COMPILATION_CACHE", "0")
     t_import = time.perf_counter()
     import jax
 
     import bayes_dpreg as bd
 
     t_import = time.perf_counter() - t_import
-    bd.configure_threads()
+    if args.xla_threads == "1":
+        bd.configure_threads()
     from benchmarks import speed
 
-    stats = speed.releases(args.method, args.d, args.J, 1)
+    method = None if args.method == "default" else args.method
+    kind_of_release = method or "normalx-clt"  # the release every default takes
     prof = cProfile.Profile()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        if args.warm:
+            bd.fit(speed.releases(kind_of_release, args.d, args.J, 1), method, seed=0)
+        stats = speed.releases(kind_of_release, args.d, args.J, 2 if args.warm else 1)
         t = time.perf_counter()
         prof.enable()
-        bd.fit(stats, args.method, seed=0)
+        idata = bd.fit(stats, method, seed=0)
         prof.disable()
         wall = time.perf_counter() - t
     stats_ = pstats.Stats(prof)
@@ -77,16 +105,21 @@ def main(argv: list[str] | None = None) -> None:
                 n, c = found.get(label, (0, 0.0))
                 # nested calls of the same function count once: keep the largest cumulative time
                 found[label] = (n + ncalls, max(c, cum))
+    kind = "warm" if args.warm else "cold"
     lines = [
-        f"# A cold fit, profiled ({args.method}, d = {args.d}, J = {args.J})",
+        f"# A {kind} fit, profiled ({idata.posterior.attrs['method']}, d = {args.d}, J = {args.J})",
         "",
-        f"command: `python -m benchmarks.profile_fit --method {args.method} --d {args.d} --J {args.J}`",
+        f"command: `python -m benchmarks.profile_fit --method {args.method} --d {args.d} --J {args.J}"
+        + (" --warm" if args.warm else "")
+        + ("" if args.xla_threads == "1" else f" --xla-threads {args.xla_threads}")
+        + "`",
         "",
         f"- machine: {describe()}; "
         f"jax {jax.__version__} ({jax.default_backend()}), bayes_dpreg {bd.__version__}; XLA CPU threads "
         f"NPROC={os.environ.get('NPROC', 'unset')}",
         f"- `import bayes_dpreg` {t_import:.1f} s (before the profile); the fit under cProfile: {wall:.1f} s "
-        "(default settings: 4 chains, the method's default warm-up and draws); no persistent compilation cache",
+        "(default settings: 4 chains, the method's default warm-up and draws); "
+        + ("a second fit of these shapes (another release)" if args.warm else "no persistent compilation cache"),
         "",
         "| part | calls | seconds |",
         "|---|---|---|",
@@ -99,7 +132,7 @@ def main(argv: list[str] | None = None) -> None:
     print(buf.getvalue(), file=sys.stderr)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
-        path = args.out / f"profile_fit_{args.method}_d{args.d}_J{args.J}.md"
+        path = args.out / f"profile_fit_{args.method}_d{args.d}_J{args.J}{'_warm' if args.warm else ''}.md"
         path.write_text(text)
         print(f"wrote {path}", file=sys.stderr)
 
