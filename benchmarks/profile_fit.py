@@ -14,7 +14,8 @@ many), tracing and lowering to XLA, the chain driver's run after compilation, bu
 ``InferenceData`` (predictive and prior groups) and importing ArviZ, plus the profile's top
 entries by cumulative time. cProfile adds some overhead to Python-heavy parts (tracing).
 A cold fit means no persistent compilation cache (``BAYES_DPREG_COMPILATION_CACHE=0`` unless
-the variable is set).
+the variable is set: set it to a directory filled by an earlier run to profile a new process's fit
+from the cache); the output says which.
 """
 
 from __future__ import annotations
@@ -119,7 +120,8 @@ def main(argv: list[str] | None = None) -> None:
         f"NPROC={os.environ.get('NPROC', 'unset')}",
         f"- `import bayes_dpreg` {t_import:.1f} s (before the profile); the fit under cProfile: {wall:.1f} s "
         "(default settings: 4 chains, the method's default warm-up and draws); "
-        + ("a second fit of these shapes (another release)" if args.warm else "no persistent compilation cache"),
+        + ("a second fit of these shapes (another release)" if args.warm else "the first in this process")
+        + f"; persistent compilation cache: {_cache_setting()}",
         "",
         "| part | calls | seconds |",
         "|---|---|---|",
@@ -135,6 +137,11 @@ def main(argv: list[str] | None = None) -> None:
         path = args.out / f"profile_fit_{args.method}_d{args.d}_J{args.J}{'_warm' if args.warm else ''}.md"
         path.write_text(text)
         print(f"wrote {path}", file=sys.stderr)
+
+
+def _cache_setting() -> str:
+    value = os.environ.get("BAYES_DPREG_COMPILATION_CACHE", "")
+    return "off" if value.lower() in ("0", "off", "false", "no") else f"on ({value or 'the default directory'})"
 
 
 if __name__ == "__main__":
