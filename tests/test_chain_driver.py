@@ -121,6 +121,63 @@ def test_a_first_run_of_new_shapes_announces_its_compilation(monkeypatch, caplog
     assert not caplog.records  # started before: no notice
 
 
+def test_long_chains_say_how_long_they_will_take_once(caplog):
+    """ChainProgress: the first chunk-run of new shapes (compilation) does not set the pace; once the
+    projection (mean chunk time x chunk-runs left / runs at once) reaches NOTICE_AFTER_S it says so, once;
+    quiet for short runs and where a progress bar shows the progress."""
+    from bayes_dpreg.samplers.progress import NOTICE_AFTER_S, ChainProgress
+
+    with caplog.at_level(logging.INFO, logger="bayes_dpreg.compile"):
+        p = ChainProgress(None, chunks=10, concurrent=2, what="4 chains x 750 iterations", compiles=True)
+        p.done(100, 500.0)  # the compiling chunk: not the pace
+        assert p.projected() is None and not caplog.records
+        p.done(100, 20.0)  # 20 s a chunk-run, 8 left, 2 at once: 80 s
+        assert p.projected() == pytest.approx(80.0) and 80.0 >= NOTICE_AFTER_S
+        p.done(100, 20.0)
+        said = [r.getMessage() for r in caplog.records]
+        assert said == ["sampling 4 chains x 750 iterations: at most about 80 s more at the pace of the first "
+                        "iterations (fit(..., progress_bar=True) shows a progress bar)"], said
+        caplog.clear()
+        quick = ChainProgress(None, chunks=10, concurrent=1, what="w", compiles=False)
+        for _ in range(10):
+            quick.done(100, 0.5)
+        barred = ChainProgress(40, chunks=2, concurrent=1, what="w", compiles=False)
+        barred.done(20, 1000.0)
+        barred.close()
+    assert not caplog.records
+
+
+def test_the_driver_reports_its_chunk_runs_to_the_progress(monkeypatch, caplog):
+    """run_chains counts every chunk-run of every group, the extension's too, and times the pace."""
+    from bayes_dpreg.samplers import progress
+
+    monkeypatch.setattr(progress, "NOTICE_AFTER_S", 0.0)
+    sampler, data, pr, settings = _fixeds_problem()
+    left = []
+    real_done = progress.ChainProgress.done
+
+    def done(self, iterations, seconds):
+        real_done(self, iterations, seconds)
+        left.append(self.left)
+
+    monkeypatch.setattr(progress.ChainProgress, "done", done)
+    with caplog.at_level(logging.INFO, logger="bayes_dpreg.compile"):
+        _run(sampler.kernel._replace(vectorize=False), data, pr, settings)
+    # 3 groups x 2 chunks of 100 iterations (40 + 150), then 2 more each for the extension
+    assert left == [5, 4, 3, 2, 1, 0, 5, 4, 3, 2, 1, 0], left
+    assert sum("sampling 3 chains x" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_progress_bar_counts_every_iteration(capsys):
+    sampler, data, pr, settings = _fixeds_problem()
+    with jax.enable_x64(True):
+        base.run_chains(sampler.kernel, data, pr, settings, jax.random.key(1), num_chains=2, num_warmup=40,
+                        num_samples=150, progress_bar=True, extend=1, more=lambda draws: True)
+    end = capsys.readouterr().err.split("\r")[-1]
+    # 2 chains x 2 chunks of 100 (40 + 150 iterations, whole chunks run), then 2 more each (extend)
+    assert end.startswith("sampling: 100%") and "800/800" in end, end
+
+
 def test_batches_of_replications_give_the_draws_of_one_batch():
     """run_batched: the draws of R = 5 data sets do not depend on the batch, a last partial batch
     included (padded to the batch's shape, so one program serves every batch)."""

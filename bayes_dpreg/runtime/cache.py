@@ -76,6 +76,7 @@ __all__ = [
     "fit_jit",
     "fit_compiler_options",
     "compile_notice",
+    "say",
     "ENV",
     "FAST_ENV",
     "NOTICE_AFTER_S",
@@ -218,7 +219,7 @@ def _on_event(event: str, duration_secs: float, **_: str | int) -> None:
                 seen.append(duration_secs)
 
 
-def _say(message: str) -> None:
+def say(message: str) -> None:
     """``message`` on the ``bayes_dpreg.compile`` logger (INFO) where the process configured logging,
     else on stderr (as PyMC does for its progress)."""
     if logging.root.handlers or _log.handlers:
@@ -248,7 +249,7 @@ def compile_notice(what: str, after: float = NOTICE_AFTER_S) -> Iterator[None]:
     def notice() -> None:
         fired.set()
         where = f"; new processes load them from the compilation cache in {cache}" if cache else ""
-        _say(
+        say(
             f"compiling {what} (the first run of these shapes in this process; later fits of the same "
             f"shapes reuse the compiled programs{where}) ..."
         )
@@ -263,7 +264,7 @@ def compile_notice(what: str, after: float = NOTICE_AFTER_S) -> Iterator[None]:
         with _notice_lock:
             _compiles.remove(seen)
         if fired.is_set():
-            _say(
+            say(
                 f"{what}: ready after {time.perf_counter() - start:.0f} s "
                 f"({len(seen)} programs compiled in {sum(seen):.0f} s)"
             )

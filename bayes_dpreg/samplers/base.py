@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ from ..runtime.keys import fold_in, split_keys
 from ..runtime.precision import require_x64
 from ..runtime.threads import lapack_guard, lapack_guarded
 from ..stats import StackedStats
+from .progress import ChainProgress
 
 __all__ = [
     "state_draws",
@@ -263,7 +265,6 @@ def run_chains(
     total = num_warmup + num_samples * thin
     sizes = _chunks(total)
     keep_t = tuple(keep) if keep is not None else None
-    bar = _progress(progress_bar, total * num_chains)
     batched = kernel.vectorize
     init = _compiled_init(kernel, settings, batched)
     advance = _compiled_advance(kernel, settings, sizes[0], batched, keep_t)
@@ -272,13 +273,16 @@ def run_chains(
     width = num_chains if batched else 1
     signature = (kernel, settings, sizes[0], batched, keep_t, _shapes(data), _shapes(pr))
     compiled = signature in _STARTED
+    workers = _workers(kernel, len(groups))
+    what = f"{num_chains} chains x {total} iterations"
+    bar_total = sum(sizes) * num_chains if progress_bar else None  # whole chunks run: total rounded up
+    bar = ChainProgress(bar_total, len(groups) * len(sizes), workers, what, not compiled)
     with compile_notice(_describe(kernel, data, parties)) if not compiled else contextlib.nullcontext():
         if kernel.prepare is not None:
             data = kernel.prepare(data, pr, settings)
         states = [init(k, data, pr) for k in groups]
         head = None if compiled else _advance_all(advance, states[0], data, pr, groups[0], sizes[:1], bar, width)
     _STARTED.add(signature)
-    workers = _workers(kernel, len(groups))
     runs = _advance_groups(advance, head, states, data, pr, groups, sizes, bar, width, workers)
     states = [state for state, _ in runs]
     outs = [_kept_draws(parts, num_warmup, total, thin, batched) for _, parts in runs]
@@ -288,6 +292,7 @@ def run_chains(
         if more is None or not more(draws):
             break
         keys_r = [fold_in(k, EXTEND_STREAM + r) for k in groups]
+        bar.more(len(groups) * len(extra), sum(extra) * num_chains)
         runs = _advance_groups(advance, None, states, data, pr, keys_r, extra, bar, width, workers)
         states = [state for state, _ in runs]
         outs = [
@@ -299,8 +304,7 @@ def run_chains(
             for out, (_, parts) in zip(outs, runs)
         ]
         draws, info = _join(outs, batched)
-    if bar is not None:
-        bar.close()
+    bar.close()
     return draws, info
 
 
@@ -332,7 +336,7 @@ def _advance_groups(
     pr: Any,
     keys: list,
     sizes: list[int],
-    bar: Any,
+    bar: ChainProgress,
     width: int,
     workers: int,
 ) -> list[tuple[Any, list]]:
@@ -384,7 +388,7 @@ def _advance_all(
     pr: Any,
     key: Array,
     sizes: list[int],
-    bar: Any,
+    bar: ChainProgress,
     width: int,
     parts: list | None = None,
     start: int = 0,
@@ -393,19 +397,11 @@ def _advance_all(
     ``i`` into the group's key), appended to ``parts``."""
     parts = list(parts or [])
     for i, size in enumerate(sizes, start):
+        t = time.perf_counter()
         state, out = advance(state, data, pr, fold_in(key, i))
         parts.append(jax.tree.map(np.asarray, out))
-        if bar is not None:
-            bar.update(size * width)
+        bar.done(size * width, time.perf_counter() - t)
     return state, parts
-
-
-def _progress(enabled: bool, total: int) -> Any:
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, unit="it", desc="sampling")
 
 
 @functools.lru_cache(maxsize=32)
