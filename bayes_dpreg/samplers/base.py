@@ -276,14 +276,14 @@ def run_chains(
     workers = _workers(kernel, len(groups))
     what = f"{num_chains} chains x {total} iterations"
     bar_total = sum(sizes) * num_chains if progress_bar else None  # whole chunks run: total rounded up
-    bar = ChainProgress(bar_total, len(groups) * len(sizes), workers, what, not compiled)
+    progress = ChainProgress(bar_total, len(groups) * len(sizes), workers, what, not compiled)
     with compile_notice(_describe(kernel, data, parties)) if not compiled else contextlib.nullcontext():
         if kernel.prepare is not None:
             data = kernel.prepare(data, pr, settings)
         states = [init(k, data, pr) for k in groups]
-        head = None if compiled else _advance_all(advance, states[0], data, pr, groups[0], sizes[:1], bar, width)
+        head = None if compiled else _advance_all(advance, states[0], data, pr, groups[0], sizes[:1], progress, width)
     _STARTED.add(signature)
-    runs = _advance_groups(advance, head, states, data, pr, groups, sizes, bar, width, workers)
+    runs = _advance_groups(advance, head, states, data, pr, groups, sizes, progress, width, workers)
     states = [state for state, _ in runs]
     outs = [_kept_draws(parts, num_warmup, total, thin, batched) for _, parts in runs]
     draws, info = _join(outs, batched)
@@ -292,8 +292,8 @@ def run_chains(
         if more is None or not more(draws):
             break
         keys_r = [fold_in(k, EXTEND_STREAM + r) for k in groups]
-        bar.more(len(groups) * len(extra), sum(extra) * num_chains)
-        runs = _advance_groups(advance, None, states, data, pr, keys_r, extra, bar, width, workers)
+        progress.more(len(groups) * len(extra), sum(extra) * num_chains)
+        runs = _advance_groups(advance, None, states, data, pr, keys_r, extra, progress, width, workers)
         states = [state for state, _ in runs]
         outs = [
             jax.tree.map(
@@ -304,7 +304,7 @@ def run_chains(
             for out, (_, parts) in zip(outs, runs)
         ]
         draws, info = _join(outs, batched)
-    bar.close()
+    progress.close()
     return draws, info
 
 
@@ -336,7 +336,7 @@ def _advance_groups(
     pr: Any,
     keys: list,
     sizes: list[int],
-    bar: ChainProgress,
+    progress: ChainProgress,
     width: int,
     workers: int,
 ) -> list[tuple[Any, list]]:
@@ -349,13 +349,13 @@ def _advance_groups(
     if head is not None:
         jobs[0] = (head[0], keys[0], sizes[1:], head[1], 1)
     if workers <= 1 or len(jobs) <= 1:
-        return [_advance_all(advance, s, data, pr, k, sz, bar, width, p, i) for s, k, sz, p, i in jobs]
+        return [_advance_all(advance, s, data, pr, k, sz, progress, width, p, i) for s, k, sz, p, i in jobs]
     x64 = bool(jax.config.read("jax_enable_x64"))  # thread-local under jax.enable_x64: the workers take the caller's
 
     def in_thread(job: tuple) -> tuple[Any, list]:
         s, k, sz, p, i = job
         with jax.enable_x64(x64), lapack_guard():
-            return _advance_all(advance, s, data, pr, k, sz, bar, width, p, i)
+            return _advance_all(advance, s, data, pr, k, sz, progress, width, p, i)
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bayes_dpreg-chain") as pool:
         return list(pool.map(in_thread, jobs))
@@ -388,7 +388,7 @@ def _advance_all(
     pr: Any,
     key: Array,
     sizes: list[int],
-    bar: ChainProgress,
+    progress: ChainProgress,
     width: int,
     parts: list | None = None,
     start: int = 0,
@@ -400,7 +400,7 @@ def _advance_all(
         t = time.perf_counter()
         state, out = advance(state, data, pr, fold_in(key, i))
         parts.append(jax.tree.map(np.asarray, out))
-        bar.done(size * width, time.perf_counter() - t)
+        progress.done(size * width, time.perf_counter() - t)
     return state, parts
 
 

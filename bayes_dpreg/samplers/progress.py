@@ -1,6 +1,6 @@
 """What the chain driver says while chains run: a tqdm bar where asked (``progress_bar=True``), and
 otherwise, where the chains will run long, one line with the time they will take at the pace of
-their first chunks, so that a fit of minutes (d = 50: about ten on 2 cores) is not taken for a
+their first chunks, so that a fit of minutes (d = 50, J = 100: 7-9 on 2 cores) is not taken for a
 hung one. Quiet for the fits of seconds that most are.
 
 The estimate is the pace of the chunks measured so far (each :data:`~bayes_dpreg.samplers.base.CHUNK`
