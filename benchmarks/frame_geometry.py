@@ -98,7 +98,7 @@ def stiff_rows(run: dict, data: Any, pr: Any, ref: Any, points: int) -> list[dic
     import jax.numpy as jnp
 
     from bayes_dpreg.model.linalg import symmetrize
-    from benchmarks.frame_hessian import fd_hessian
+    from bayes_dpreg.samplers.normalx_clt import fd_hessian
 
     potential = lambda x: -sum(terms(x, data, pr, ref).values())
     grad = jax.jit(jax.grad(potential))

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -49,19 +48,11 @@ def curvatures(d: int, J: int) -> dict[str, np.ndarray]:
             def grad_x(x: np.ndarray, g: Any = g) -> np.ndarray:
                 return np.asarray(g(jnp.asarray(x)))
 
-            out[name] = np.linalg.eigvalsh(fd_hessian(grad_x, np.zeros(T.shape[0])))
+            out[name] = np.linalg.eigvalsh(clt.fd_hessian(grad_x, np.zeros(T.shape[0])))
         else:
             grad_z = lambda x: T.T @ objective(np.asarray(ref.mode) + T @ x)[1]
-            out[name] = np.linalg.eigvalsh(fd_hessian(grad_z, np.zeros(T.shape[0])))
+            out[name] = np.linalg.eigvalsh(clt.fd_hessian(grad_z, np.zeros(T.shape[0])))
     return out
-
-
-def fd_hessian(grad: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
-    """The Hessian at ``x`` by forward differences of ``grad`` (step 1e-5), symmetrised."""
-    k = x.shape[0]
-    g0, h = np.asarray(grad(x)), 1e-5
-    H = np.stack([(np.asarray(grad(x + h * np.eye(1, k, i)[0])) - g0) / h for i in range(k)])
-    return 0.5 * (H + H.T)
 
 
 def main() -> None:

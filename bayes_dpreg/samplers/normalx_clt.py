@@ -112,6 +112,7 @@ from .normalx_nuts import settings as nuts_settings
 
 __all__ = [
     "CLTReference",
+    "fd_hessian",
     "CLTData",
     "prepare",
     "clt_log_lik",
@@ -756,16 +757,25 @@ def _local(
     ``O(h)`` relative, does not reach the draws' law."""
     f, g = value_and_grad(x)
     k = x.shape[0]
+    H = fd_hessian(lambda y: value_and_grad(y)[1], x, g)
+    if not np.all(np.isfinite(H)):  # laplace then keeps the identity frame
+        return float(f), g, np.full(k, np.nan), np.eye(k, dtype=H.dtype)
+    w, V = np.linalg.eigh(H)
+    return float(f), g, np.maximum(np.abs(w), CURVATURE_FLOOR), V
+
+
+def fd_hessian(grad: Callable[[np.ndarray], np.ndarray], x: np.ndarray, g: np.ndarray | None = None) -> np.ndarray:
+    """The Hessian at ``x`` by forward differences of ``grad``, ``H e_i ~ (grad(x + h_i e_i) - grad(x)) / h_i``,
+    ``h_i = FD_STEP max(1, |x_i|)``, symmetrised (``g``: ``grad(x)`` where already known)."""
+    g = np.asarray(grad(x)) if g is None else g
+    k = x.shape[0]
     h = FD_STEP * np.maximum(1.0, np.abs(x))
     H = np.empty((k, k), dtype=np.result_type(g))
     for i in range(k):
         e = np.zeros_like(x)
         e[i] = h[i]
-        H[i] = (value_and_grad(x + e)[1] - g) / h[i]
-    if not np.all(np.isfinite(H)):  # laplace then keeps the identity frame
-        return float(f), g, np.full(k, np.nan), np.eye(k, dtype=H.dtype)
-    w, V = np.linalg.eigh(0.5 * (H + H.T))
-    return float(f), g, np.maximum(np.abs(w), CURVATURE_FLOOR), V
+        H[i] = (np.asarray(grad(x + e)) - g) / h[i]
+    return 0.5 * (H + H.T)
 
 
 def _newton(value_and_grad: Callable[[np.ndarray], tuple], x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
