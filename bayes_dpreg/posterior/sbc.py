@@ -34,9 +34,11 @@ from ..samplers.base import run_batched
 
 __all__ = ["SBCResult", "simulate_from_prior", "simulate_intercept_from_prior", "sbc", "uniformity_pvalue"]
 
-# replications per compiled call on CPU: 100 replications of normalx-nuts (d = 2, J = 3, n_j = 2000,
-# 200 + 99 iterations, 2 cores) took 36 s in one batch, 21 s in batches of 20 and 20 s of 10
-CPU_BATCH = 20
+# replications per compiled call on CPU, where a vmapped batch of NUTS chains steps in lockstep: 100
+# replications of normalx-nuts (d = 2, J = 2, n_j = 30, 200 + 99 iterations; tests/test_samplers.py's SBC)
+# took 41.6 s in batches of 20 and 35.2 s of 5 on 2 cores (33.2 s in batches of 1, one thread); 120 of
+# normalx-clt (d = 4, J = 2) 31.5 s in batches of 20, 27.5 s of 10 and 27.0 s of 5, one thread
+CPU_BATCH = 5
 
 
 class SBCResult(NamedTuple):
@@ -151,7 +153,8 @@ def sbc(
     ``options`` (e.g. ``{"level_moves": False}``); one chain per replication, replications
     vmapped in batches of ``batch`` through :func:`bayes_dpreg.samplers.run_batched`. Default:
     :data:`CPU_BATCH` on a CPU backend, where vmapped NUTS chains step in lockstep and a batch waits
-    for its longest trajectory, else all replications at once. The draws do not depend on it."""
+    for its longest trajectory, else all replications at once. The draws do not depend on it beyond
+    rounding (programs of two batch shapes may round differently, and a chain carries the difference on)."""
     sampler = get_sampler(method)
     if sampler.kernel is None or sampler.settings is None:
         raise ValueError(f"method {method!r} has no chain kernel to calibrate")
