@@ -38,9 +38,16 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "fit_probe", help="where stacks.txt goes")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    stacks = open(args.out / "stacks.txt", "w")  # noqa: SIM115 (open until the process ends)
-    faulthandler.dump_traceback_later(args.dump_every, repeat=True, file=stacks)
+    with open(args.out / "stacks.txt", "w") as stacks:
+        faulthandler.dump_traceback_later(args.dump_every, repeat=True, file=stacks)
+        try:
+            _probe(args)
+        finally:
+            faulthandler.cancel_dump_traceback_later()
 
+
+def _probe(args: argparse.Namespace) -> None:
+    """The cold and the warm fit, each on its own release of the same shapes."""
     import bayes_dpreg as bd
 
     bd.select_device(args.device)
