@@ -92,19 +92,21 @@ def _release_compiled_programs():
         gc.collect()
 
 
-# The test files that take longest (seconds of one worker, 2-core machine, `pytest --durations=0`),
-# run first: xdist hands whole files to the two workers in collection order, so a long file
-# collected last (alphabetically) ran alone at the end of the run, ~140 s of one idle core.
+# The test files that take longest (seconds of one worker, 2-core machine, `pytest --durations=0`;
+# a fast run of 547 s on 2026-11-29, SBC at CPU_BATCH 20), run first: xdist hands whole files to the
+# two workers in collection order, so a long file collected last (alphabetically) ran alone at the
+# end of the run, ~140 s of one idle core.
 LONGEST_FIRST = (
-    "test_no_hang.py",  # 250-350: every entry point compiled in a fresh process, XLA's defaults
-    "test_samplers.py",  # 200-280
-    "test_sigma_x_prior.py",  # 136-163
-    "test_bridge.py",  # 133-155
-    "test_normalx_clt.py",  # 110-114
-    "test_outputs.py",  # 71-97
-    "test_intercept.py",  # 76-84
-    "test_bernstein_sheldon.py",  # 62-70
-    "test_cache.py",  # 50-62
+    "test_no_hang.py",  # 137: every entry point compiled in a fresh process, XLA's defaults
+    "test_normalx_clt.py",  # 172 (two SBC tests, 93)
+    "test_samplers.py",  # 130
+    "test_bridge.py",  # 50
+    "test_outputs.py",  # 44
+    "test_intercept.py",  # 40
+    "test_sigma_x_prior.py",  # 39
+    "test_normalx_pooled.py",  # 38
+    "test_cache.py",  # 36
+    "test_bernstein_sheldon.py",  # 29
 )
 
 
