@@ -289,7 +289,11 @@ def test_sbc_where_the_clt_holds(d):
     the CLT sampler's ranks of ``theta``, ``sigma2``, ``Sigma_x`` are uniform, under the bound
     ``sigma_y^2 <= 0.4`` (13% of ``IG(3, 0.5)`` above it), as the default prior bounds it. Both
     likelihoods, at the largest d of the first and the smallest of the second
-    (:func:`clt.exact_noise`): the release's diagonal noise as released and augmented."""
+    (:func:`clt.exact_noise`): the release's diagonal noise as released and augmented.
+
+    At d = 4 this seed's smallest p-value is low by chance, ``Sigma_x[0,1]``'s 0.003 (0.001 in SBC
+    batches of 20): on 480 replications of another seed (``key(3)``, batches of 10) the same setting's
+    p-values were 0.035-0.73, ``Sigma_x[0,1]`` 0.73, with flat rank histograms (2026-11-29)."""
     pvalues = clt_sbc_pvalues("normalx-clt", jax.random.key(7), [3000, 3000], d)
     assert min(pvalues.values()) > 1e-3, pvalues
 

@@ -19,6 +19,14 @@ and the source of this package, so that any change to the code a program was tra
 invalidates it. Anything that goes wrong on the way (a missing ``flatbuffers``, a file that does
 not deserialise, a program JAX cannot export) falls back to ``jax.jit``: the disk copy saves time,
 never correctness, and the draws are the same either way (``tests/test_exported.py``).
+
+Why not keep the compiled executables themselves, which would also skip lowering the exported
+program before JAX's cache can answer (0.45 s of a 2.6 s fit in a new process at d = 5, J = 5)?
+``jax.experimental.serialize_executable`` on jaxlib 0.10's CPU backend does not survive a new process:
+an executable loaded there crashed it (a segmentation fault) at its first LAPACK call, since jaxlib
+binds LAPACK from SciPy only when a program is lowered, and with that bound the loaded chains failed
+on reading their results (``Function compare_convert_fusion not found``): the executables were loaded
+without the compile options JAX's own cache passes to ``deserialize_executable`` (tried 2026-11-29).
 """
 
 from __future__ import annotations
