@@ -34,10 +34,11 @@ from ..samplers.base import run_batched
 
 __all__ = ["SBCResult", "simulate_from_prior", "simulate_intercept_from_prior", "sbc", "uniformity_pvalue"]
 
-# replications per compiled call on CPU, where a vmapped batch of NUTS chains steps in lockstep: 100
-# replications of normalx-nuts (d = 2, J = 2, n_j = 30, 200 + 99 iterations; tests/test_samplers.py's SBC)
-# took 41.6 s in batches of 20 and 35.2 s of 5 on 2 cores (33.2 s in batches of 1, one thread); 120 of
-# normalx-clt (d = 4, J = 2) 31.5 s in batches of 20, 27.5 s of 10 and 27.0 s of 5, one thread
+# replications per compiled call on CPU, where a vmapped batch of NUTS chains steps in lockstep. 100
+# replications of normalx-nuts (d = 2, J = 2, n_j = 30, 200 + 99 iterations; tests/test_samplers.py's SBC):
+# 41.6 s in batches of 20 and 35.2 s of 5 on 2 cores; 36.2, 31.5, 28.3 and 33.2 s in batches of 20, 10, 5
+# and 1 on one thread with the test suite's XLA options. 120 of normalx-clt (d = 4, J = 2), one thread:
+# 31.5, 27.5 and 27.0 s in batches of 20, 10 and 5
 CPU_BATCH = 5
 
 
