@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
         f"- `import bayes_dpreg` {t_import:.1f} s (before the profile); the fit under cProfile: {wall:.1f} s "
         "(default settings: 4 chains, the method's default warm-up and draws); "
         + ("a second fit of these shapes (another release)" if args.warm else "the first in this process")
-        + f"; persistent compilation cache: {_cache_setting()}",
+        + f"; persistent compilation cache: {_cache_in_use()}",
         "",
         "| part | calls | seconds |",
         "|---|---|---|",
@@ -139,9 +139,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"wrote {path}", file=sys.stderr)
 
 
-def _cache_setting() -> str:
-    value = os.environ.get("BAYES_DPREG_COMPILATION_CACHE", "")
-    return "off" if value.lower() in ("0", "off", "false", "no") else f"on ({value or 'the default directory'})"
+def _cache_in_use() -> str:
+    """The persistent compilation cache the fits used (``bayes_dpreg.runtime.cache`` read the setting)."""
+    from bayes_dpreg.runtime.cache import compilation_cache_dir
+
+    folder = compilation_cache_dir()
+    return f"on ({folder})" if folder else "off"
 
 
 if __name__ == "__main__":
