@@ -70,6 +70,32 @@ def test_chains_on_threads_give_the_draws_they_give_in_turn(monkeypatch):
         np.testing.assert_array_equal(draws_a[k], draws_c[k])
 
 
+def test_chains_run_with_blas_on_one_thread_and_the_setting_is_restored(monkeypatch):
+    """OpenBLAS's own threads contend with the chains' threads (d = 50: 3-4 times slower a step), so
+    run_chains holds every BLAS library at one thread while chains run, on every chain thread."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import scipy.linalg  # noqa: F401  (loads SciPy's OpenBLAS, which jaxlib's LAPACK kernels call)
+
+    blas = lambda: [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+    before = blas()
+    assert before, "no BLAS library found: this test cannot fail"
+    sampler, data, pr, settings = _fixeds_problem()
+    seen = []
+    advance_all = base._advance_all
+
+    def recording(*args, **kw):
+        seen.append(blas())
+        return advance_all(*args, **kw)
+
+    monkeypatch.setattr(base.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(base, "_advance_all", recording)
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        outside = blas()
+        _run(sampler.kernel._replace(vectorize=False, threads=True), data, pr, settings)
+        assert blas() == outside
+    assert len(seen) >= 3 and all(n == [1] * len(before) for n in seen), seen
+
+
 def test_prepare_runs_once_per_data_set_and_its_output_is_the_kernels_data():
     sampler, data, pr, settings = _fixeds_problem()
     calls = []

@@ -26,6 +26,14 @@ outside those calls keeps jaxlib's parallel kernels.
 
 :func:`configure_threads` (one intra-op thread, ``NPROC=1``) is no longer needed to avoid the
 hang; it remains for processes that want XLA single-threaded (many worker processes).
+
+:func:`single_threaded_blas`: jaxlib's CPU LAPACK kernels call the OpenBLAS that SciPy bundles,
+whose own thread pool (one thread a core) splits a call once its matrices are large enough (at
+d = 50, not at d = 30). Where the chain driver runs one chain a core, each chain's calls then wait
+on OpenBLAS threads busy with the other chain's: at d = 50, J = 5, two chains took 1.6-2.1 ms a
+leapfrog step together against 0.45-0.65 ms with OpenBLAS on one thread
+(``docs/samplers.md``, *OpenBLAS's threads and the chains'*). The chain driver limits OpenBLAS (and
+any other BLAS that threadpoolctl finds) to one thread while chains run and restores it after.
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ from typing import Any, TypeVar
 
 __all__ = [
     "configure_threads",
+    "single_threaded_blas",
     "lapack_guard",
     "lapack_guarded",
     "lapack_cost",
@@ -269,6 +278,18 @@ def lapack_guarded(fn: F) -> F:
             return fn(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def single_threaded_blas() -> Iterator[None]:
+    """Within this context the BLAS libraries loaded in the process (SciPy's and NumPy's OpenBLAS,
+    which jaxlib's CPU LAPACK kernels call) use one thread each, via threadpoolctl; their thread
+    counts are restored on exit. For code that runs its own threads, one a core (module docstring).
+    The limit is process-wide while in force."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 def configure_threads(threads: int = 1, *, override: bool = False) -> str:

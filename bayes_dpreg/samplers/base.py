@@ -43,7 +43,7 @@ from jax import Array, lax
 from ..runtime.cache import compile_notice, fit_jit
 from ..runtime.keys import fold_in, split_keys
 from ..runtime.precision import require_x64
-from ..runtime.threads import lapack_guard, lapack_guarded
+from ..runtime.threads import lapack_guard, lapack_guarded, single_threaded_blas
 from ..stats import StackedStats
 from .progress import ChainProgress
 
@@ -237,6 +237,7 @@ def _chunks(total: int) -> list[int]:
 
 
 @lapack_guarded
+@single_threaded_blas()  # the chains run one a core: OpenBLAS's own threads would contend with them
 def run_chains(
     kernel: ChainKernel,
     data: Any,
