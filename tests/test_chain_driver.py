@@ -96,6 +96,26 @@ def test_chains_run_with_blas_on_one_thread_and_the_setting_is_restored(monkeypa
     assert len(seen) >= 3 and all(n == [1] * len(before) for n in seen), seen
 
 
+def test_overlapping_blas_limits_restore_what_the_first_found():
+    """Two fits on two threads: the one that leaves first must not lift the other's limit, and the
+    last to leave restores the thread counts found before either."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import scipy.linalg  # noqa: F401
+
+    from bayes_dpreg.runtime.threads import single_threaded_blas
+
+    blas = lambda: [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        outside = blas()
+        first, second = single_threaded_blas(), single_threaded_blas()
+        first.__enter__()
+        second.__enter__()
+        first.__exit__(None, None, None)
+        assert blas() == [1] * len(outside)
+        second.__exit__(None, None, None)
+        assert blas() == outside == [2] * len(outside)
+
+
 def test_prepare_runs_once_per_data_set_and_its_output_is_the_kernels_data():
     sampler, data, pr, settings = _fixeds_problem()
     calls = []

@@ -280,16 +280,33 @@ def lapack_guarded(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+_blas_lock = threading.Lock()
+_blas_users = 0
+_blas_limiter: Any = None
+
+
 @contextlib.contextmanager
 def single_threaded_blas() -> Iterator[None]:
     """Within this context the BLAS libraries loaded in the process (SciPy's and NumPy's OpenBLAS,
-    which jaxlib's CPU LAPACK kernels call) use one thread each, via threadpoolctl; their thread
-    counts are restored on exit. For code that runs its own threads, one a core (module docstring).
-    The limit is process-wide while in force."""
-    from threadpoolctl import threadpool_limits
+    which jaxlib's CPU LAPACK kernels call) use one thread each, via threadpoolctl. For code that
+    runs its own threads, one a core (module docstring). The limit is process-wide: the first
+    context to enter sets it and the last to leave restores the thread counts found by the first,
+    so fits run at once from several threads leave BLAS as they found it."""
+    global _blas_users, _blas_limiter
+    with _blas_lock:
+        if _blas_users == 0:
+            from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(limits=1, user_api="blas"):
+            _blas_limiter = threadpool_limits(limits=1, user_api="blas")
+        _blas_users += 1
+    try:
         yield
+    finally:
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0:
+                _blas_limiter.restore_original_limits()
+                _blas_limiter = None
 
 
 def configure_threads(threads: int = 1, *, override: bool = False) -> str:
