@@ -28,12 +28,13 @@ outside those calls keeps jaxlib's parallel kernels.
 hang; it remains for processes that want XLA single-threaded (many worker processes).
 
 :func:`single_threaded_blas`: jaxlib's CPU LAPACK kernels call the OpenBLAS that SciPy bundles,
-whose own thread pool (one thread a core) splits a call once its matrices are large enough (at
-d = 50, not at d = 30). Where the chain driver runs one chain a core, each chain's calls then wait
-on OpenBLAS threads busy with the other chain's: at d = 50, J = 5, two chains took 1.6-2.1 ms a
-leapfrog step together against 0.45-0.65 ms with OpenBLAS on one thread
-(``docs/samplers.md``, *OpenBLAS's threads and the chains'*). The chain driver limits OpenBLAS (and
-any other BLAS that threadpoolctl finds) to one thread while chains run and restores it after.
+whose own thread pool (one thread a core) splits a call once its work is large enough (in
+``normalx-clt`` at d = 50, not at d = 30; in ``normalx-nuts`` at d = 10, J = 20). Where the chain driver
+runs one chain a core, each chain's calls then wait on OpenBLAS threads busy with the other chain's: at
+d = 50, J = 5, two ``normalx-clt`` chains took 2.0-2.3 ms a leapfrog step together against 0.5-0.65 ms
+with OpenBLAS on one thread (``docs/samplers.md``, *OpenBLAS's threads and the chains'*). The chain
+driver limits OpenBLAS (and any other BLAS that threadpoolctl finds) to one thread while chains run and
+restores it after.
 """
 
 from __future__ import annotations

@@ -183,7 +183,7 @@ def draws(state: nn.NCState, data: ModelData, pr: ResolvedPrior, key: Array) -> 
     }
 
 
-KERNEL = ChainKernel(init, step, draws, nn.info, vectorize=False)
+KERNEL = ChainKernel(init, step, draws, nn.info, vectorize=False, threads=True)  # chains one a core
 
 
 def run(

@@ -394,7 +394,7 @@ def info(state: NCState) -> dict:
     }
 
 
-KERNEL = ChainKernel(init, step, draws, info, vectorize=False)
+KERNEL = ChainKernel(init, step, draws, info, vectorize=False, threads=True)  # chains one a core (docs/samplers.md)
 
 
 def settings(options: dict, d: int, num_warmup: int) -> tuple[NutsSettings, dict]:
