@@ -22,11 +22,11 @@ Columns:
   processes on a busy machine inflate less). Kernel methods run through the package's one chain driver
   (:func:`bayes_dpreg.samplers.run_chains`, compiled ``lax.scan`` chunks, keeping only
   ``theta`` on the host), chains vectorised with ``vmap``; NUTS (``normalx-nuts``,
-  ``normalx-intercept``, ``vectorize=False``) runs its chains one after another through the same compiled function, so
-  its cost per chain-iteration does not fall with C ("seq." above 4 chains unless
-  ``--sequential-chains``), except a kernel with ``threads`` (``normalx-clt``), whose chains run on
-  one thread per core: with XLA's default CPU pool (``--xla-threads default``, as ``fit`` runs) its
-  cost per chain-iteration falls with the cores; with one XLA thread it does not. With 1 and 4 chains the run
+  ``normalx-intercept``, ``normalx-clt``, ``vectorize=False``) runs its chains through the same compiled
+  function, not vectorised ("seq." above 4 chains unless ``--sequential-chains``), one thread per core
+  where the kernel declares ``threads`` (all three since commit 8232959; ``normalx-clt`` alone before):
+  with XLA's default CPU pool (``--xla-threads default``, as ``fit`` runs) its cost per chain-iteration
+  falls with the cores; with one XLA thread it does not. With 1 and 4 chains the run
   is the method's default warm-up and
   draws; with more, ``--budget`` chain-iterations in all (at least one chunk of 100), split
   between warm-up and draws in the same proportion. A timing run
