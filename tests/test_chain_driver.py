@@ -70,29 +70,34 @@ def test_chains_on_threads_give_the_draws_they_give_in_turn(monkeypatch):
         np.testing.assert_array_equal(draws_a[k], draws_c[k])
 
 
+def _blas_threads():
+    """The thread count of each BLAS library loaded, SciPy's OpenBLAS (which jaxlib's LAPACK calls use) included."""
+    import scipy.linalg  # noqa: F401  (loads SciPy's OpenBLAS)
+    import threadpoolctl
+
+    return [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+
+
 def test_chains_run_with_blas_on_one_thread_and_the_setting_is_restored(monkeypatch):
     """OpenBLAS's own threads contend with the chains' threads (d = 50: 3-4 times slower a step), so
     run_chains holds every BLAS library at one thread while chains run, on every chain thread."""
     threadpoolctl = pytest.importorskip("threadpoolctl")
-    import scipy.linalg  # noqa: F401  (loads SciPy's OpenBLAS, which jaxlib's LAPACK kernels call)
-
-    blas = lambda: [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
-    before = blas()
+    before = _blas_threads()
     assert before, "no BLAS library found: this test cannot fail"
     sampler, data, pr, settings = _fixeds_problem()
     seen = []
     advance_all = base._advance_all
 
     def recording(*args, **kw):
-        seen.append(blas())
+        seen.append(_blas_threads())
         return advance_all(*args, **kw)
 
     monkeypatch.setattr(base.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(base, "_advance_all", recording)
     with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
-        outside = blas()
+        outside = _blas_threads()
         _run(sampler.kernel._replace(vectorize=False, threads=True), data, pr, settings)
-        assert blas() == outside
+        assert _blas_threads() == outside
     assert len(seen) >= 3 and all(n == [1] * len(before) for n in seen), seen
 
 
@@ -100,20 +105,17 @@ def test_overlapping_blas_limits_restore_what_the_first_found():
     """Two fits on two threads: the one that leaves first must not lift the other's limit, and the
     last to leave restores the thread counts found before either."""
     threadpoolctl = pytest.importorskip("threadpoolctl")
-    import scipy.linalg  # noqa: F401
-
     from bayes_dpreg.runtime.threads import single_threaded_blas
 
-    blas = lambda: [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
     with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
-        outside = blas()
+        outside = _blas_threads()
         first, second = single_threaded_blas(), single_threaded_blas()
         first.__enter__()
         second.__enter__()
         first.__exit__(None, None, None)
-        assert blas() == [1] * len(outside)
+        assert _blas_threads() == [1] * len(outside)
         second.__exit__(None, None, None)
-        assert blas() == outside == [2] * len(outside)
+        assert _blas_threads() == outside == [2] * len(outside)
 
 
 def test_prepare_runs_once_per_data_set_and_its_output_is_the_kernels_data():
