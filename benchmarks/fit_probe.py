@@ -5,12 +5,13 @@ each ``--dump-every`` seconds (to ``<out>/stacks.txt``): tells a slow fit from a
 
 Data as in :mod:`benchmarks.speed` (the paper's simulation, n = 1e5, eps = 1, seeded releases),
 d = 5, J = 5 unless ``--dims``/``--parties``; ``--eta`` fits the default prior with that LKJ
-concentration (the default's is 1; 2 before 2026-11-28), ``--target-accept`` NUTS's target acceptance.
+concentration (the default's is 1; 2 before 2026-11-28), ``--target-accept`` NUTS's target acceptance,
+``--extend`` fit's ``extend`` (0: what the chains' first draws show, before any extension).
 Prints the seconds of the first fit (compilation included) and of a second fit on another release of the
 same shapes, and for NUTS the leapfrog steps of the kept draws (the warm-up's are not recorded) with the
 fit's seconds over them: a comparison of two versions whose chains take different paths; then the draws
 a chain (more than asked where ``extend`` ran the chains on), the min bulk ESS and max R-hat of
-``theta``, and the fit's warnings.
+``theta``, the R-hat and bulk ESS of ``sigma2`` (both over all the draws, extension included), and the fit's warnings.
 ``docs/results/speed/speed_gpu.md`` quotes it on a lent H200.
 """
 
@@ -34,6 +35,7 @@ def main() -> None:
     ap.add_argument("--chains", type=int, default=4)
     ap.add_argument("--eta", type=float, help="the default prior with this LKJ concentration (Prior(eta=...))")
     ap.add_argument("--target-accept", type=float, help="NUTS's target acceptance (fit's target_accept_prob)")
+    ap.add_argument("--extend", type=int, help="fit's extend (default: the method's; 0: the chains never go on)")
     ap.add_argument("--dump-every", type=float, default=60.0)
     ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "fit_probe", help="where stacks.txt goes")
     args = ap.parse_args()
@@ -60,6 +62,7 @@ def _probe(args: argparse.Namespace) -> None:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             options = {} if args.target_accept is None else {"target_accept_prob": args.target_accept}
+            options |= {} if args.extend is None else {"extend": args.extend}
             idata = bd.fit(stats, args.method, prior, seed=seed, num_chains=args.chains, **options)
         wall = time.perf_counter() - t
         steps = int(idata.sample_stats["n_steps"].sum()) if "n_steps" in idata.sample_stats else 0
@@ -76,7 +79,11 @@ def _mixing(idata: Any, caught: list) -> str:
     rhat = float(az.rhat(theta)["theta"].max())
     kinds = sorted({w.category.__name__ for w in caught})
     draws = theta.sizes["draw"]
-    return f"{draws} draws a chain, min bulk ESS of theta {ess:.0f}, max R-hat {rhat:.3f}, warnings: {kinds}"
+    mixing = f"{draws} draws a chain, min bulk ESS of theta {ess:.0f}, max R-hat {rhat:.3f}"
+    if "sigma2" in idata.posterior:  # the chain driver's extend decision reads both
+        s2 = idata.posterior["sigma2"]
+        mixing += f"; sigma2: R-hat {float(az.rhat(s2)['sigma2']):.3f}, bulk ESS {float(az.ess(s2)['sigma2']):.0f}"
+    return f"{mixing}, warnings: {kinds}"
 
 
 if __name__ == "__main__":
