@@ -105,6 +105,28 @@ def _bartlett_wishart(rng: np.random.Generator, L: np.ndarray, dof: np.ndarray, 
     return LA @ np.swapaxes(LA, -1, -2)
 
 
+def _null_spread(
+    rng: np.random.Generator, L: np.ndarray, n: np.ndarray, sig: np.ndarray, E: np.ndarray, v: np.ndarray, draws: int
+) -> np.ndarray:
+    """:func:`_whitened_spread` of ``draws`` releases simulated from the model at ``Sigma^ = L L^T``
+    (:func:`party_heterogeneity`'s bootstrap), in blocks of draws whose ``S~_j`` hold at most
+    :data:`BOOTSTRAP_BLOCK` numbers: memory bounded whatever ``J`` and ``d`` (at d = 50, J = 100, the 200
+    draws at once were arrays of 400 MB, several alive together). Where one block holds every draw, the
+    random numbers are drawn in the order they always were."""
+    J, d = n.shape[0], L.shape[-1]
+    size = max(1, BOOTSTRAP_BLOCK // (J * d * d))
+    out = []
+    for start in range(0, draws, size):
+        m = min(size, draws - start)
+        noise = rng.standard_normal((m, J, d, d))
+        noise = np.triu(noise) + np.swapaxes(np.triu(noise, 1), -1, -2)
+        out.append(_whitened_spread(_bartlett_wishart(rng, L, n, m) + sig[:, None, None] * noise, n, E, v))
+    return np.concatenate(out)
+
+
+BOOTSTRAP_BLOCK = 1 << 22  # numbers of the simulated S~_j a block of bootstrap draws holds (32 MB in float64)
+
+
 def party_heterogeneity(S_tilde: Any, n: Any, sigma_S: Any, *, draws: int = 200, seed: int = 0) -> Heterogeneity:
     """Do the parties' released Gram matrices look like draws around one shared ``Sigma_x``?
 
@@ -129,7 +151,7 @@ def party_heterogeneity(S_tilde: Any, n: Any, sigma_S: Any, *, draws: int = 200,
     S = np.asarray(S_tilde, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     sig = np.broadcast_to(np.asarray(sigma_S, dtype=np.float64), n.shape)
-    J, d = S.shape[0], S.shape[-1]
+    J = S.shape[0]
     if J < 2:
         raise ValueError(f"party_heterogeneity needs at least 2 parties, got {J}")
     lam, U = np.linalg.eigh(0.5 * (S + np.swapaxes(S, -1, -2)).sum(0) / n.sum())
@@ -137,11 +159,7 @@ def party_heterogeneity(S_tilde: Any, n: Any, sigma_S: Any, *, draws: int = 200,
     Sigma = (U * lam) @ U.T
     E, v = _covariances(Sigma, n, sig)
     q = float(_whitened_spread(S, n, E, v))
-    rng = np.random.default_rng(seed)
-    noise = rng.standard_normal((draws, J, d, d))
-    noise = np.triu(noise) + np.swapaxes(np.triu(noise, 1), -1, -2)
-    S_star = _bartlett_wishart(rng, U * np.sqrt(lam), n, draws) + sig[:, None, None] * noise
-    q_star = _whitened_spread(S_star, n, E, v)
+    q_star = _null_spread(np.random.default_rng(seed), U * np.sqrt(lam), n, sig, E, v, draws)
     null_mean = float(q_star.mean())
     return Heterogeneity(q, null_mean, q / null_mean, float((1 + (q_star >= q).sum()) / (draws + 1)), draws)
 
