@@ -102,6 +102,13 @@ def test_one_party_is_an_error():
         party_heterogeneity(np.eye(2)[None], np.array([10.0]), 1.0)
 
 
+@pytest.mark.parametrize("draws", [0, -1, 2.5, True])
+def test_bootstrap_draws_must_be_a_positive_integer(draws):
+    S = np.stack([100.0 * np.eye(2)] * 3)
+    with pytest.raises(ValueError, match="draws must be an integer >= 1"):
+        party_heterogeneity(S, np.full(3, 100.0), 1.0, draws=draws)
+
+
 def _stats(Sigmas, n=2000, seed=0):
     rng = np.random.default_rng(seed)
     X = np.vstack([rng.standard_normal((n, 2)) @ np.linalg.cholesky(S).T for S in Sigmas])
