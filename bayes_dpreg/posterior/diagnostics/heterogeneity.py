@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from ...samplers.base import positive_int
 from .base import Check, Finding
 
 if TYPE_CHECKING:
@@ -154,8 +155,7 @@ def party_heterogeneity(S_tilde: Any, n: Any, sigma_S: Any, *, draws: int = 200,
     J = S.shape[0]
     if J < 2:
         raise ValueError(f"party_heterogeneity needs at least 2 parties, got {J}")
-    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
-        raise ValueError(f"party_heterogeneity's draws must be an integer >= 1, got {draws!r}")
+    draws = positive_int("party_heterogeneity's draws", draws)
     lam, U = np.linalg.eigh(0.5 * (S + np.swapaxes(S, -1, -2)).sum(0) / n.sum())
     lam = np.maximum(lam, 1e-6 * max(lam[-1], np.finfo(float).tiny))
     Sigma = (U * lam) @ U.T
