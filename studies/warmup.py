@@ -1,16 +1,20 @@
-"""Does a shorter warm-up change the default's posterior? Paired fits on the coverage suites' releases.
+"""Does a shorter run change the default's posterior? Paired fits on the coverage suites' releases.
 
     python -m studies.warmup --warmup 250 --reps 6 --out docs/results/warmup
+    python -m studies.warmup --warmup 250 --draws 250 --extend 3 --base-warmup 250 --reps 6
 
 For each replication of each cell (the releases of ``studies/coverage.py``, the cell's own prior),
-the default method is fitted three times on the same release: warm-up ``BASE`` with seeds ``rep``
-and ``rep + 1000`` (two independent runs of the same sampler: their differences are Monte Carlo
-error alone) and warm-up ``--warmup`` with seed ``rep``. Coverage depends on the release only
-through the posterior, so where the candidate's interval endpoints differ from the baseline's no
-more than a second baseline run does, its coverage is the baseline's within Monte Carlo error.
-Per fit: seconds, divergent transitions, largest R-hat, smallest bulk ESS, draws kept (an
-extension doubles them); per pair: the root mean square over coefficients of the difference of
-the posterior mean and of the 5%, 25%, 75% and 95% quantiles, in baseline posterior sds.
+the default method is fitted three times on the same release: the baseline (warm-up
+``--base-warmup``, ``--base-draws`` draws a chain, ``extend=--base-extend``) with seeds ``rep`` and
+``rep + 1000`` (two independent runs of the same sampler: their differences are Monte Carlo error
+alone) and the candidate (``--warmup``, ``--draws``, ``--extend``) with seed ``rep``. Coverage depends
+on the release only through the posterior, so where the candidate's interval endpoints differ from
+the baseline's about as a second baseline run's do, and its 90% intervals are neither narrower nor
+wider on average, its coverage is the baseline's within Monte Carlo error. Per fit: seconds,
+divergent transitions, largest R-hat, smallest bulk ESS, draws kept a chain (more than asked where
+the chains went on); per pair: the root mean square over coefficients of the difference of the
+posterior mean and of the 5%, 25%, 75% and 95% quantiles, in baseline posterior sds, and the mean
+over coefficients of the ratio of the 90% intervals' widths (candidate over baseline).
 """
 
 from __future__ import annotations
@@ -20,13 +24,14 @@ import csv
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from studies.coverage import DATA_DIR, _releases, cells, replicate
 
-BASE = 500
+BASE = 500  # the baseline's warm-up, draws a chain and extend: the default's before 2026-11-26
+BASE_EXTEND = 1
 DEFAULT_CELLS = (
     "paper-d5-J10-eps0.5",
     "corr-iw-d10-J10-n300-eps0.5-quantile",
@@ -52,6 +57,7 @@ def _summary(idata: Any) -> dict[str, Any]:
         "max_rhat": float(attrs.get("max_rhat", np.nan)),
         "min_ess_bulk": float(np.min(az.ess(idata, var_names=["theta"])["theta"].values)),
         "draws": int(theta.shape[1]),
+        "width90": np.quantile(flat, 0.95, axis=0) - np.quantile(flat, 0.05, axis=0),
     }
 
 
@@ -62,7 +68,20 @@ def _distance(a: dict, b: dict) -> tuple[float, float]:
     return float(mean), float(quant)
 
 
-def run(cell_ids: list[str], reps: int, warmup: int, seed: int, data_dir: str) -> list[dict[str, Any]]:
+class Setting(NamedTuple):
+    """A run of ``fit``: warm-up iterations, draws a chain, ``extend``."""
+
+    warmup: int
+    draws: int
+    extend: int
+
+    def options(self) -> dict[str, Any]:
+        return {"num_warmup": self.warmup, "num_samples": self.draws, "extend": self.extend}
+
+
+def run(
+    cell_ids: list[str], reps: int, candidate: Setting, base: Setting, seed: int, data_dir: str
+) -> list[dict[str, Any]]:
     import bayes_dpreg as bd
 
     by_id = {c["id"]: c for s in ("paper", "correlated", "small", "real") for c in cells(s)}
@@ -75,15 +94,18 @@ def run(cell_ids: list[str], reps: int, warmup: int, seed: int, data_dir: str) -
                 warnings.simplefilter("ignore")
                 stats = _releases(X, y, cell["J"], cell["eps"], s_noise, {"ssp"}, cell.get("bounds", "max"))["ssp"]
                 fits = {}
-                for label, w, s in (("base", BASE, rep), ("base2", BASE, rep + 1000), ("short", warmup, rep)):
+                for label, setting, s in (("base", base, rep), ("base2", base, rep + 1000), ("short", candidate, rep)):
                     t0 = time.perf_counter()
-                    idata = bd.fit(stats, prior=prior, seed=s, num_warmup=w)
+                    idata = bd.fit(stats, prior=prior, seed=s, **setting.options())
                     fits[label] = dict(_summary(idata), seconds=time.perf_counter() - t0)
                     method = idata.posterior.attrs["method"]
             mc_mean, mc_q = _distance(fits["base"], fits["base2"])
             short_mean, short_q = _distance(fits["base"], fits["short"])
-            row: dict[str, Any] = dict(cell=cid, rep=rep, method=method, warmup=warmup)
+            width = float(np.mean(fits["short"]["width90"] / fits["base"]["width90"]))
+            row: dict[str, Any] = dict(cell=cid, rep=rep, method=method, warmup=candidate.warmup)
+            row.update(draws=candidate.draws, extend=candidate.extend, base_warmup=base.warmup, base_draws=base.draws)
             row.update(mc_mean=mc_mean, mc_quantiles=mc_q, short_mean=short_mean, short_quantiles=short_q)
+            row.update(width_ratio=width)
             for label in ("base", "short"):
                 f = fits[label]
                 for k in ("seconds", "divergences", "max_rhat", "min_ess_bulk", "draws"):
@@ -96,10 +118,10 @@ def run(cell_ids: list[str], reps: int, warmup: int, seed: int, data_dir: str) -
 def table(rows: list[dict[str, Any]]) -> str:
     """Per cell: medians and maxima of the paired distances, and the two settings' diagnostics."""
     lines = [
-        "| cell | fits | distance, 2nd baseline run: mean / quantiles (median; max) | distance, short warm-up | "
-        "divergent fits base / short | R-hat > 1.01 base / short | min bulk ESS base / short (median) | "
-        "extended base / short | seconds base / short (median) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| cell | fits | distance, 2nd baseline run: mean / quantiles (median; max) | distance, candidate | "
+        "90% width, candidate / base (mean) | divergent fits base / candidate | R-hat > 1.01 base / candidate | "
+        "min bulk ESS base / candidate (median) | extended base / candidate | seconds base / candidate (median) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for cid in dict.fromkeys(r["cell"] for r in rows):
         rs = [r for r in rows if r["cell"] == cid]
@@ -107,11 +129,13 @@ def table(rows: list[dict[str, Any]]) -> str:
         mx = {k: float(np.max([r[k] for r in rs])) for k in med}
         div = [sum(r[f"{s}_divergences"] > 0 for r in rs) for s in ("base", "short")]
         rhat = [sum(r[f"{s}_max_rhat"] > 1.01 for r in rs) for s in ("base", "short")]
-        ext = [sum(r[f"{s}_draws"] > 500 for r in rs) for s in ("base", "short")]
+        asked = {"base": "base_draws", "short": "draws"}
+        ext = [sum(r[f"{s}_draws"] > r[asked[s]] for r in rs) for s in ("base", "short")]
         lines.append(
             f"| {cid} | {len(rs)} | {med['mc_mean']:.3f} / {med['mc_quantiles']:.3f}; {mx['mc_mean']:.3f} / "
             f"{mx['mc_quantiles']:.3f} | {med['short_mean']:.3f} / {med['short_quantiles']:.3f}; "
-            f"{mx['short_mean']:.3f} / {mx['short_quantiles']:.3f} | {div[0]} / {div[1]} | {rhat[0]} / {rhat[1]} | "
+            f"{mx['short_mean']:.3f} / {mx['short_quantiles']:.3f} | {np.mean([r['width_ratio'] for r in rs]):.3f} | "
+            f"{div[0]} / {div[1]} | {rhat[0]} / {rhat[1]} | "
             f"{med['base_min_ess_bulk']:.0f} / {med['short_min_ess_bulk']:.0f} | {ext[0]} / {ext[1]} | "
             f"{med['base_seconds']:.1f} / {med['short_seconds']:.1f} |"
         )
@@ -120,23 +144,31 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--warmup", type=int, default=250)
+    ap.add_argument("--warmup", type=int, default=250, help="the candidate's warm-up")
+    ap.add_argument("--draws", type=int, default=BASE, help="the candidate's draws a chain")
+    ap.add_argument("--extend", type=int, default=BASE_EXTEND, help="the candidate's extend")
+    ap.add_argument("--base-warmup", type=int, default=BASE)
+    ap.add_argument("--base-draws", type=int, default=BASE)
+    ap.add_argument("--base-extend", type=int, default=BASE_EXTEND)
     ap.add_argument("--reps", type=int, default=6)
     ap.add_argument("--cells", nargs="+", default=list(DEFAULT_CELLS))
     ap.add_argument("--seed", type=int, default=2026, help="the coverage study's seed (its releases)")
     ap.add_argument("--data-dir", default=str(DATA_DIR))
     ap.add_argument("--out", type=Path, default=None, help="write warmup_{W}.csv and warmup_{W}.md here")
     args = ap.parse_args(argv)
-    rows = run(args.cells, args.reps, args.warmup, args.seed, args.data_dir)
+    candidate = Setting(args.warmup, args.draws, args.extend)
+    base = Setting(args.base_warmup, args.base_draws, args.base_extend)
+    rows = run(args.cells, args.reps, candidate, base, args.seed, args.data_dir)
     text = table(rows)
     print(text)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
-        with open(args.out / f"warmup_{args.warmup}.csv", "w", newline="") as fh:
+        name = f"warmup_{args.warmup}" if args.draws == BASE else f"draws_{args.draws}x{args.extend}"
+        with open(args.out / f"{name}.csv", "w", newline="") as fh:
             w = csv.DictWriter(fh, fieldnames=list(rows[0]))
             w.writeheader()
             w.writerows(rows)
-        (args.out / f"warmup_{args.warmup}.md").write_text(text)
+        (args.out / f"{name}.md").write_text(text)
     return 0
 
 
