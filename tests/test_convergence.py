@@ -171,7 +171,7 @@ def test_extend_continues_the_chains_until_they_mix():
     stats = _stats()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        short = bd.fit(stats, seed=3, num_warmup=10, num_samples=20, extend=0)  # the default's is 1
+        short = bd.fit(stats, seed=3, num_warmup=10, num_samples=20, extend=0)  # the default's is 3
         longer = bd.fit(stats, seed=3, num_warmup=10, num_samples=20, extend=3)
     at = longer.posterior.attrs
     assert short.posterior.attrs["extensions"] == 0 and short.posterior.attrs["max_rhat"] > 1.01
@@ -182,3 +182,24 @@ def test_extend_continues_the_chains_until_they_mix():
     assert at["extensions"] == 3 or at["max_rhat"] <= 1.01 or at["separated_modes"]
     with pytest.raises(ValueError, match="extend must be an integer >= 0"):
         bd.fit(stats, extend=-1)
+
+
+@pytest.mark.parametrize("seed", [3, 4])  # seed 3 stops after one round, seed 4 after two
+def test_the_default_draws_in_rounds_of_250_until_the_check_passes(seed):
+    from bayes_dpreg.posterior.diagnostics import needs_more_draws
+
+    stats = _stats()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rounds = bd.fit(stats, seed=seed)
+        whole = bd.fit(stats, seed=seed, num_samples=500, extend=0)
+    at = rounds.posterior.attrs
+    assert at["method"] == "normalx-clt" and at["num_samples"] == 250 * (1 + at["extensions"])
+    post = {k: rounds.posterior[k].values for k in ("theta", "sigma2")}
+    # every round but the last failed the check (R-hat, bulk and tail ESS), and the last passed unless it was the fourth
+    for r in range(1, at["extensions"] + 1):
+        assert needs_more_draws({k: v[:, : 250 * r] for k, v in post.items()})
+    assert at["extensions"] == 3 or not needs_more_draws(post)
+    # the rounds are one chain cut where the check passed: the first draws are those of a single longer run
+    m = min(at["num_samples"], 500)
+    np.testing.assert_array_equal(post["theta"][:, :m], whole.posterior["theta"].values[:, :m])

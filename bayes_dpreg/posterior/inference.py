@@ -122,8 +122,8 @@ def fit(
     options : method options (``bayes_dpreg.samplers.SAMPLERS[method].options``), e.g.
         ``target_accept_prob`` for ``normalx-nuts``, ``sigma2="text" | "code" | float`` for
         ``fast``, ``p`` for ``adassp``, ``progress_bar`` for all, ``extend`` for the NUTS methods
-        (continue chains that mix too slowly, up to that many times; once by default for
-        ``normalx-clt`` and ``normalx-pooled``, off for the others).
+        (chains that mix too slowly draw ``num_samples`` more, up to that many times; 3 for ``normalx-clt``
+        and ``normalx-pooled``, whose chains draw 250 at a time until R-hat and ESS pass; 0 for the others).
 
     Returns
     -------

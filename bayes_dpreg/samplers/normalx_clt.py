@@ -893,16 +893,20 @@ TARGET_ACCEPT_LARGE_D = 0.8
 NUM_WARMUP = 250  # in the Laplace frame the posterior starts near N(0, I): 250 warm-up iterations gave the
 # posterior of 500 within Monte Carlo error on the coverage suites' releases (studies/warmup.py, docs/samplers.md)
 EXACT_NOISE_MAX_D = 4  # measured at d = 2-4 (docs/samplers.md); above, the augmented likelihood until measured there
-EXTEND = 1  # chains that mix too slowly go on once for num_samples more draws (docs/samplers.md: R-hat flags)
+NUM_SAMPLES = 250  # draws a chain before the first convergence check: 4 x 250 = 1,000 draws give the ESS of 400
+# (100 a chain) that the check asks for where NUTS mixes well, as it does at small d (docs/samplers.md: *Draws*)
+EXTEND = 3  # chains that mix too slowly go on, up to three times, for NUM_SAMPLES more draws: at most 1,000 a chain
 
 
 def run(
     st: StackedStats, pr: ResolvedPrior, key: Array, num_chains: int, num_samples: int, num_warmup: int, **options: Any
 ) -> MethodResult:
     """``fit``'s entry point; options as :func:`~bayes_dpreg.samplers.normalx_nuts.run_nuts` (also its
-    ``data``, which ``normalx-pooled`` gives), with ``extend`` on (:data:`EXTEND`): where the noise
-    leaves ``sigma_y^2`` to its heavy-tailed prior, 500 draws a chain often left R-hat above 1.01 or
-    ESS below 400."""
+    ``data``, which ``normalx-pooled`` gives), with ``extend`` on (:data:`EXTEND`): the chains draw
+    ``num_samples`` (:data:`NUM_SAMPLES`) at a time until the draws of ``theta`` and ``sigma_y^2`` have
+    R-hat at most 1.01 and bulk and tail ESS of 100 a chain (Vehtari et al. 2021), or ``extend`` rounds
+    have run. Where the noise leaves ``sigma_y^2`` to its heavy-tailed prior, or at large d, one round
+    often falls short; where NUTS mixes well one is enough."""
     description = "NUTS (NumPyro) in the Laplace frame of (Sigma_x, theta, sigma_y^2); S_j integrated out (CLT)"
     options.setdefault("target_accept_prob", target_accept(st.d))
     options.setdefault("extend", EXTEND)
@@ -921,7 +925,7 @@ SAMPLER = Sampler(
     centred_features=True,
     models_release_noise=True,
     num_warmup=NUM_WARMUP,
-    num_samples=500,
+    num_samples=NUM_SAMPLES,
     kernel=KERNEL,
     data=model_data,
     settings=settings,
