@@ -226,6 +226,22 @@ def test_progress_bar_counts_every_iteration(capsys):
     assert end.startswith("sampling: 100%") and "800/800" in end, end
 
 
+def test_chunks_divide_the_warm_up_and_the_draws_where_they_can(monkeypatch):
+    """The default's 250 + 250 runs in chunks of 125: the first run is 500 iterations and an
+    extension 250, none run only to be dropped; where no divisor is near CHUNK, CHUNK."""
+    assert base.chunk_length(250, 250) == 125 and base.chunk_length(500, 500) == base.CHUNK == 100
+    assert base.chunk_length(40, 150) == 100 and base.chunk_length(0, 300) == 100
+    sampler, data, pr, settings = _fixeds_problem()
+    runs = []
+    advance_all = base._advance_all
+    monkeypatch.setattr(base, "_advance_all", lambda *a, **kw: runs.append(sum(a[5])) or advance_all(*a, **kw))
+    with jax.enable_x64(True):
+        draws, _ = base.run_chains(sampler.kernel, data, pr, settings, jax.random.key(2), num_chains=2,
+                                   num_warmup=250, num_samples=250, extend=1, more=lambda draws: True)
+    # the first run (its first chunk alone where the program is new) and the extension: 500 + 250 iterations
+    assert sum(runs) == 750 and runs[-1] == 250 and draws["theta"].shape[:2] == (2, 500)
+
+
 def test_batches_of_replications_give_the_draws_of_one_batch():
     """run_batched: the draws of R = 5 data sets do not depend on the batch, a last partial batch
     included (padded to the batch's shape, so one program serves every batch)."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -231,9 +232,19 @@ def _compiled_advance(kernel: ChainKernel, settings: Any, length: int, batched: 
     )
 
 
-def _chunks(total: int) -> list[int]:
-    size = min(CHUNK, total)
+def _chunks(total: int, length: int = CHUNK) -> list[int]:
+    size = min(length, total)
     return [size] * (-(-total // size))
+
+
+def chunk_length(num_warmup: int, kept: int) -> int:
+    """Iterations per compiled call of :func:`run_chains`: the divisor of both ``num_warmup`` and the
+    ``kept`` iterations (draws times thinning) nearest :data:`CHUNK` (the larger of two as near), where
+    one lies within a factor 2 of it, so that the first run and every extension are whole chunks and
+    no iteration is run only to be dropped (250 + 250: 125); else :data:`CHUNK`."""
+    g = math.gcd(num_warmup, kept)
+    near = [c for c in range(CHUNK // 2, 2 * CHUNK + 1) if g % c == 0]
+    return min(near, key=lambda c: (abs(c - CHUNK), -c)) if near else CHUNK
 
 
 @lapack_guarded
@@ -264,7 +275,7 @@ def run_chains(
     sums, where it sums them (a compile notice names both, :func:`_describe`)."""
     require_x64("the chain driver")
     total = num_warmup + num_samples * thin
-    sizes = _chunks(total)
+    sizes = _chunks(total, chunk_length(num_warmup, num_samples * thin))
     keep_t = tuple(keep) if keep is not None else None
     batched = kernel.vectorize
     init = _compiled_init(kernel, settings, batched)
