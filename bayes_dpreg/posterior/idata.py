@@ -38,8 +38,6 @@ Every group's ``attrs`` carry ``created_by``, ``bayes_dpreg_version``, ``method`
 from __future__ import annotations
 
 import functools
-import sys
-import threading
 import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -57,7 +55,7 @@ from ..stats import StackedStats
 if TYPE_CHECKING:
     import arviz as az
 
-__all__ = ["DIMS", "LATENT", "PRIOR_DRAWS", "build", "prefetch_arviz"]
+__all__ = ["DIMS", "LATENT", "PRIOR_DRAWS", "build"]
 
 DIMS = {
     "theta": ["coef"],
@@ -224,28 +222,6 @@ def _attrs(sampler: Any, st: StackedStats) -> dict:
         "epsilon": float(np.max(st.epsilon)),
         "delta": float(np.max(st.delta)),
     }
-
-
-def _import_arviz() -> None:
-    try:
-        import arviz
-
-        # the first R-hat and ESS import what xarray loads lazily (dask, where installed: 0.2-0.6 s
-        # of a new process's first fit, in the chain driver's convergence check)
-        post = arviz.from_dict(posterior={"x": np.random.default_rng(0).normal(size=(2, 8))})
-        arviz.rhat(post, method="rank")
-        arviz.ess(post, method="bulk")
-    except Exception:  # the import in build() raises it where it can be seen
-        pass
-
-
-def prefetch_arviz() -> None:
-    """Start importing ArviZ (about 1 s: xarray, its plotting) in a daemon thread, and running its
-    R-hat and ESS once on a toy posterior, so that the work overlaps the sampler's compilation and
-    sampling, which release the GIL; :func:`build`'s own import then waits for it (Python's module
-    locks). A no-op once ArviZ is loaded."""
-    if "arviz" not in sys.modules:
-        threading.Thread(target=_import_arviz, name="bayes_dpreg-import-arviz", daemon=True).start()
 
 
 def build(

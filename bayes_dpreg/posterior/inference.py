@@ -36,7 +36,6 @@ from ..samplers.fast import fast_sigma2
 from ..stats import StackedStats, as_stats_list, stack_stats
 from .diagnostics import NOISE_TO_SIGNAL_MAX, NoiseWarning, run_checks
 from .idata import build as build_idata
-from .idata import prefetch_arviz
 
 __all__ = ["fit", "fast_sigma2", "METHODS", "resolve_prior", "NoiseWarning", "NOISE_TO_SIGNAL_MAX"]
 
@@ -175,7 +174,6 @@ def fit(
         raise TypeError(
             f"method {sampler.name!r}: unexpected options {sorted(unknown)}; it takes {sorted(sampler.options)}"
         )
-    prefetch_arviz()
     warn_if_slow_device(sampler.name, sampler.kernel is not None and not sampler.kernel.vectorize, stacklevel=2)
     res = sampler.run(st, pr, seed_key(seed), num_chains, num_samples, num_warmup, **options)
     _check_finite(sampler.name, res.posterior)
