@@ -57,7 +57,6 @@ def _summary(idata: Any) -> dict[str, Any]:
         "max_rhat": float(attrs.get("max_rhat", np.nan)),
         "min_ess_bulk": float(np.min(az.ess(idata, var_names=["theta"])["theta"].values)),
         "draws": int(theta.shape[1]),
-        "width90": np.quantile(flat, 0.95, axis=0) - np.quantile(flat, 0.05, axis=0),
     }
 
 
@@ -101,7 +100,8 @@ def run(
                     method = idata.posterior.attrs["method"]
             mc_mean, mc_q = _distance(fits["base"], fits["base2"])
             short_mean, short_q = _distance(fits["base"], fits["short"])
-            width = float(np.mean(fits["short"]["width90"] / fits["base"]["width90"]))
+            width90 = lambda f: f["q"][-1] - f["q"][0]  # the 95% quantile less the 5% (QUANTILES)
+            width = float(np.mean(width90(fits["short"]) / width90(fits["base"])))
             row: dict[str, Any] = dict(cell=cid, rep=rep, method=method, warmup=candidate.warmup)
             row.update(draws=candidate.draws, extend=candidate.extend, base_warmup=base.warmup, base_draws=base.draws)
             row.update(mc_mean=mc_mean, mc_quantiles=mc_q, short_mean=short_mean, short_quantiles=short_q)
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cells", nargs="+", default=list(DEFAULT_CELLS))
     ap.add_argument("--seed", type=int, default=2026, help="the coverage study's seed (its releases)")
     ap.add_argument("--data-dir", default=str(DATA_DIR))
-    ap.add_argument("--out", type=Path, default=None, help="write warmup_{W}.csv and warmup_{W}.md here")
+    ap.add_argument("--out", type=Path, default=None, help="write warmup_{W} (or draws_{N}x{E}).csv and .md here")
     args = ap.parse_args(argv)
     candidate = Setting(args.warmup, args.draws, args.extend)
     base = Setting(args.base_warmup, args.base_draws, args.base_extend)
@@ -163,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
-        name = f"warmup_{args.warmup}" if args.draws == BASE else f"draws_{args.draws}x{args.extend}"
+        same_draws = (args.draws, args.extend) == (BASE, BASE_EXTEND)
+        name = f"warmup_{args.warmup}" if same_draws else f"draws_{args.draws}x{args.extend}"
         with open(args.out / f"{name}.csv", "w", newline="") as fh:
             w = csv.DictWriter(fh, fieldnames=list(rows[0]))
             w.writeheader()
