@@ -226,6 +226,50 @@ def test_progress_bar_counts_every_iteration(capsys):
     assert end.startswith("sampling: 100%") and "800/800" in end, end
 
 
+def _counting_advance(starts, slow=None, fail_at=None):
+    """A stand-in for a compiled chunk: the state is ``(group, chunks run)``; records each start."""
+    lock = threading.Lock()
+
+    def advance(state, data, pr, key):
+        g, c = state
+        with lock:
+            starts.append((g, c))
+        if (g, c) == fail_at:
+            raise FloatingPointError(f"chunk {c} of group {g}")
+        time.sleep(0.05 if g == slow else 0.005)
+        return (g, c + 1), {"chunk": np.array([g, c])}
+
+    return advance
+
+
+def _groups(advance, groups=4, chunks=3, workers=2):
+    from bayes_dpreg.samplers.progress import ChainProgress
+
+    progress = ChainProgress(None, groups * chunks, workers, "test", compiles=False)
+    keys = [jax.random.key(g) for g in range(groups)]
+    return base._advance_groups(advance, None, [(g, 0) for g in range(groups)], None, None, keys, [10] * chunks,
+                                progress, 1, workers)
+
+
+def test_threads_take_chunks_of_the_chains_that_have_run_the_fewest():
+    """Two threads, four groups of chains: every group runs its first chunk before any runs its third,
+    so a slow group (a chain with twice the leapfrog steps) shares the cores with the others instead of
+    running alone after them; each group's chunks still run in order."""
+    starts = []
+    runs = _groups(_counting_advance(starts, slow=0))
+    assert sorted(starts) == [(g, c) for g in range(4) for c in range(3)]
+    assert {g for g, c in starts[:4]} == {0, 1, 2, 3}, starts  # handed whole groups, threads started 0, 0, 1, 1
+    for g, (state, parts) in enumerate(runs):
+        assert state == (g, 3) and [p["chunk"].tolist() for p in parts] == [[g, c] for c in range(3)]
+
+
+def test_an_error_in_one_chain_stops_the_others_after_their_chunk():
+    starts = []
+    with pytest.raises(FloatingPointError, match="chunk 1 of group 2"):
+        _groups(_counting_advance(starts, fail_at=(2, 1)), chunks=20)
+    assert len(starts) < 4 * 20 / 2, starts  # the other groups stopped long before their last chunk
+
+
 def test_chunks_divide_the_warm_up_and_the_draws_where_they_can(monkeypatch):
     """The default's 250 + 250 runs in chunks of 125: the first run is 500 iterations and an
     extension 250, none run only to be dropped; where no divisor is near CHUNK, CHUNK."""

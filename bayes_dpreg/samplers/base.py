@@ -30,6 +30,7 @@ import contextlib
 import functools
 import math
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -352,25 +353,104 @@ def _advance_groups(
     width: int,
     workers: int,
 ) -> list[tuple[Any, list]]:
-    """:func:`_advance_all` for every group, in turn or on ``workers`` threads, from ``states``:
-    where ``head`` is given, it is the first group's ``(state, parts)`` after its first chunk, run
-    alone before so that a program not yet compiled is compiled once, not once a thread (once it
-    is, every group starts together: ``None``). Each group's result depends on its key only, not
-    on the schedule."""
-    jobs: list[tuple[Any, Any, list[int], list | None, int]] = [(s, k, sizes, None, 0) for s, k in zip(states, keys)]
+    """:func:`_advance_all` for every group, in turn or, chunk by chunk, on ``workers`` threads
+    (:func:`_interleaved`), from ``states``: where ``head`` is given, it is the first group's
+    ``(state, parts)`` after its first chunk, run alone before so that a program not yet compiled is
+    compiled once, not once a thread (once it is, every group starts together: ``None``). Each group's
+    result depends on its key only, not on the schedule."""
+    jobs: list[_Job] = [_Job(s, k, list(enumerate(sizes)), []) for s, k in zip(states, keys)]
     if head is not None:
-        jobs[0] = (head[0], keys[0], sizes[1:], head[1], 1)
+        jobs[0] = _Job(head[0], keys[0], list(enumerate(sizes))[1:], list(head[1]))
     if workers <= 1 or len(jobs) <= 1:
-        return [_advance_all(advance, s, data, pr, k, sz, progress, width, p, i) for s, k, sz, p, i in jobs]
-    x64 = bool(jax.config.read("jax_enable_x64"))  # thread-local under jax.enable_x64: the workers take the caller's
+        return [
+            _advance_all(
+                advance,
+                j.state,
+                data,
+                pr,
+                j.key,
+                [z for _, z in j.todo],
+                progress,
+                width,
+                j.parts,
+                j.todo[0][0] if j.todo else 0,
+            )
+            for j in jobs
+        ]
+    return _interleaved(advance, jobs, data, pr, progress, width, workers)
 
-    def in_thread(job: tuple) -> tuple[Any, list]:
-        s, k, sz, p, i = job
+
+@dataclass
+class _Job:
+    """A group of chains and the chunks it has left to run: ``(chunk index, iterations)``."""
+
+    state: Any
+    key: Array
+    todo: list[tuple[int, int]]
+    parts: list
+    busy: bool = False
+
+
+def _interleaved(
+    advance: Callable, jobs: list[_Job], data: Any, pr: Any, progress: ChainProgress, width: int, workers: int
+) -> list[tuple[Any, list]]:
+    """Every group's chunks on ``workers`` threads: a free thread runs the next chunk of the idle group
+    that has run the fewest (the first of those tied). Where whole groups were handed to the threads, a
+    chain whose step size adapted smaller (twice the leapfrog steps a draw at d = 50) ran on one core
+    after the others had finished; chunk by chunk the slow chain shares the cores with the rest. A
+    group's chunks still run in order, each on its own key (:func:`_advance_all`), so the draws are
+    those of any other schedule. An error in a chunk, or an interrupt of the caller, stops every thread
+    after its current chunk and is raised here."""
+    x64 = bool(jax.config.read("jax_enable_x64"))  # thread-local under jax.enable_x64: the workers take the caller's
+    cond = threading.Condition()
+    failed: list[BaseException] = []
+
+    def take() -> _Job | None:
+        """Under ``cond``: the job whose chunk runs next, ``None`` when none is left to any thread."""
+        while not failed:
+            free = [j for j in jobs if j.todo and not j.busy]
+            if free:
+                job = min(free, key=lambda j: len(j.parts))  # min keeps the first of those tied
+                job.busy = True
+                return job
+            if not any(j.todo for j in jobs):
+                return None
+            cond.wait()
+        return None
+
+    def work() -> None:
         with jax.enable_x64(x64), lapack_guard():
-            return _advance_all(advance, s, data, pr, k, sz, progress, width, p, i)
+            while True:
+                with cond:
+                    job = take()
+                if job is None:
+                    return
+                try:
+                    i, size = job.todo[0]
+                    job.state, job.parts = _advance_all(
+                        advance, job.state, data, pr, job.key, [size], progress, width, job.parts, i
+                    )
+                except BaseException as exc:
+                    with cond:
+                        failed.append(exc)
+                        cond.notify_all()
+                    raise
+                with cond:
+                    job.todo.pop(0)
+                    job.busy = False
+                    cond.notify_all()
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bayes_dpreg-chain") as pool:
-        return list(pool.map(in_thread, jobs))
+        futures = [pool.submit(work) for _ in range(workers)]
+        try:
+            for f in futures:
+                f.result()
+        except BaseException as exc:  # KeyboardInterrupt included: the threads stop after their chunk
+            with cond:
+                failed.append(exc)
+                cond.notify_all()
+            raise
+    return [(j.state, j.parts) for j in jobs]
 
 
 def _shapes(tree: Any) -> tuple:
