@@ -47,10 +47,13 @@ def test_chains_on_threads_give_the_draws_they_give_in_turn(monkeypatch):
     one_by_one = sampler.kernel._replace(vectorize=False, threads=False)
     threaded = sampler.kernel._replace(vectorize=False, threads=True)
     names = set()
+    first = []  # the threads that ran a group's first chunk
     advance_all = base._advance_all
 
     def recording(*args, **kw):
         names.add(threading.current_thread().name)
+        if len(args) < 10 or args[9] == 0:
+            first.append(threading.current_thread().name)
         return advance_all(*args, **kw)
 
     monkeypatch.setattr(base.os, "cpu_count", lambda: 2)
@@ -58,8 +61,11 @@ def test_chains_on_threads_give_the_draws_they_give_in_turn(monkeypatch):
     draws_a, info_a = _run(one_by_one, data, pr, settings)
     assert names == {threading.current_thread().name}
     names.clear()
+    first.clear()
     draws_b, info_b = _run(threaded, data, pr, settings)
     assert any(n.startswith("bayes_dpreg-chain") for n in names), names  # else this test cannot fail
+    # the program compiles while two chains start, one a thread (not one alone on the caller's)
+    assert len(set(first[:2])) == 2 and all(n.startswith("bayes_dpreg-chain") for n in first[:2]), first
     assert draws_a["theta"].shape[:2] == (3, 300)  # the first run and one extension
     for k in draws_a:
         np.testing.assert_array_equal(draws_a[k], draws_b[k])
@@ -247,7 +253,7 @@ def _groups(advance, groups=4, chunks=3, workers=2):
 
     progress = ChainProgress(None, groups * chunks, workers, "test", compiles=False)
     keys = [jax.random.key(g) for g in range(groups)]
-    return base._advance_groups(advance, None, [(g, 0) for g in range(groups)], None, None, keys, [10] * chunks,
+    return base._advance_groups(advance, [], [(g, 0) for g in range(groups)], None, None, keys, [10] * chunks,
                                 progress, 1, workers)
 
 

@@ -289,14 +289,16 @@ def run_chains(
     workers = _workers(kernel, len(groups))
     what = f"{num_chains} chains x {total} iterations"
     bar_total = sum(sizes) * num_chains if progress_bar else None  # whole chunks run: total rounded up
-    progress = ChainProgress(bar_total, len(groups) * len(sizes), workers, what, not compiled)
+    progress = ChainProgress(
+        bar_total, len(groups) * len(sizes), workers, what, 0 if compiled else min(workers, len(groups))
+    )
     with compile_notice(_describe(kernel, data, parties)) if not compiled else contextlib.nullcontext():
         if kernel.prepare is not None:
             data = kernel.prepare(data, pr, settings)
         states = [init(k, data, pr) for k in groups]
-        head = None if compiled else _advance_all(advance, states[0], data, pr, groups[0], sizes[:1], progress, width)
+        heads = [] if compiled else _first_chunks(advance, states, data, pr, groups, sizes, progress, width, workers)
     _STARTED.add(signature)
-    runs = _advance_groups(advance, head, states, data, pr, groups, sizes, progress, width, workers)
+    runs = _advance_groups(advance, heads, states, data, pr, groups, sizes, progress, width, workers)
     states = [state for state, _ in runs]
     outs = [_kept_draws(parts, num_warmup, total, thin, batched) for _, parts in runs]
     draws, info = _join(outs, batched)
@@ -306,7 +308,7 @@ def run_chains(
             break
         keys_r = [fold_in(k, EXTEND_STREAM + r) for k in groups]
         progress.more(len(groups) * len(extra), sum(extra) * num_chains)
-        runs = _advance_groups(advance, None, states, data, pr, keys_r, extra, progress, width, workers)
+        runs = _advance_groups(advance, [], states, data, pr, keys_r, extra, progress, width, workers)
         states = [state for state, _ in runs]
         outs = [
             jax.tree.map(
@@ -341,9 +343,28 @@ def _workers(kernel: ChainKernel, groups: int) -> int:
     return max(1, min(groups, os.cpu_count() or 1)) if kernel.threads else 1
 
 
+def _first_chunks(
+    advance: Callable,
+    states: list,
+    data: Any,
+    pr: Any,
+    keys: list,
+    sizes: list[int],
+    progress: ChainProgress,
+    width: int,
+    workers: int,
+) -> list[tuple[Any, list]]:
+    """The first chunk of the first ``workers`` groups, one a thread, inside the compile notice: the
+    program not yet compiled is compiled once (JAX compiles a jitted function once for callers on
+    several threads), the other cores run a chain meanwhile (one chain alone left a core idle for
+    the first chunk, seconds at d = 50)."""
+    w = min(workers, len(states))
+    return _advance_groups(advance, [], states[:w], data, pr, keys[:w], sizes[:1], progress, width, workers)
+
+
 def _advance_groups(
     advance: Callable,
-    head: tuple[Any, list] | None,
+    heads: list[tuple[Any, list]],
     states: list,
     data: Any,
     pr: Any,
@@ -354,28 +375,16 @@ def _advance_groups(
     workers: int,
 ) -> list[tuple[Any, list]]:
     """:func:`_advance_all` for every group, in turn or, chunk by chunk, on ``workers`` threads
-    (:func:`_interleaved`), from ``states``: where ``head`` is given, it is the first group's
-    ``(state, parts)`` after its first chunk, run alone before so that a program not yet compiled is
-    compiled once, not once a thread (once it is, every group starts together: ``None``). Each group's
-    result depends on its key only, not on the schedule."""
-    jobs: list[_Job] = [_Job(s, k, list(enumerate(sizes)), []) for s, k in zip(states, keys)]
-    if head is not None:
-        jobs[0] = _Job(head[0], keys[0], list(enumerate(sizes))[1:], list(head[1]))
+    (:func:`_interleaved`), from ``states``; ``heads``: the first groups' ``(state, parts)`` after their
+    first chunk (:func:`_first_chunks`), which they go on from. Each group's result depends on its key
+    only, not on the schedule."""
+    jobs = [_Job(s, k, list(enumerate(sizes)), []) for s, k in zip(states, keys)]
+    for g, (state, parts) in enumerate(heads):
+        jobs[g] = _Job(state, keys[g], list(enumerate(sizes))[1:], list(parts))
     if workers <= 1 or len(jobs) <= 1:
         return [
-            _advance_all(
-                advance,
-                j.state,
-                data,
-                pr,
-                j.key,
-                [z for _, z in j.todo],
-                progress,
-                width,
-                j.parts,
-                j.todo[0][0] if j.todo else 0,
-            )
-            for j in jobs
+            _advance_all(advance, j.state, data, pr, j.key, [z for _, z in j.todo], progress, width, j.parts, i)
+            for j, i in ((j, j.todo[0][0] if j.todo else 0) for j in jobs)
         ]
     return _interleaved(advance, jobs, data, pr, progress, width, workers)
 

@@ -23,14 +23,14 @@ NOTICE_AFTER_S = 60.0  # projected seconds of sampling from which the driver say
 
 class ChainProgress:
     """Progress of ``chunks`` chunk-runs (every group's chunks), ``concurrent`` of them at a time,
-    ``what`` naming the chains (``"4 chains x 750 iterations"``); ``compiles``: the first chunk-run
-    compiles the chunk's program. :meth:`done` after each chunk-run, from any thread; :meth:`close`
-    at the end."""
+    ``what`` naming the chains (``"4 chains x 750 iterations"``); ``compiles``: how many of the first
+    chunk-runs compile the chunk's program or wait for it (``True``: one). :meth:`done` after each
+    chunk-run, from any thread; :meth:`close` at the end."""
 
-    def __init__(self, bar_total: int | None, chunks: int, concurrent: int, what: str, compiles: bool) -> None:
+    def __init__(self, bar_total: int | None, chunks: int, concurrent: int, what: str, compiles: int) -> None:
         self.bar = _bar(bar_total) if bar_total is not None else None
         self.left, self.concurrent, self.what = chunks, max(1, concurrent), what
-        self.skip = compiles  # the first chunk-run compiles the program: not a measure of the pace
+        self.skip = int(compiles)  # chunk-runs that compile the program: not a measure of the pace
         self.timed: list[float] = []
         self.said = self.bar is not None  # a bar says it already
         self.lock = threading.Lock()
@@ -47,8 +47,8 @@ class ChainProgress:
         """One chunk-run of ``iterations`` chain-iterations finished after ``seconds``."""
         with self.lock:
             self.left -= 1
-            if self.skip:
-                self.skip = False
+            if self.skip > 0:
+                self.skip -= 1
             else:
                 self.timed.append(seconds)
             projected = self.projected()
