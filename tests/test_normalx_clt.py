@@ -425,3 +425,18 @@ def test_augmentation_does_not_depend_on_the_program_that_computes_it():
     np.testing.assert_array_equal(jax.random.key_data(keys[0]), jax.random.key_data(keys[1]))
     other = data._replace(z_tilde=data.z_tilde.at[0, 0].add(1e-9))  # any released value changes it
     assert not np.array_equal(jax.random.key_data(clt._augment_key(other)), jax.random.key_data(keys[0]))
+
+
+def test_sbc_of_the_rounds_stopping_rule():
+    """The default draws 250 a chain and goes on in rounds while R-hat or ESS fail (``EXTEND``), so how many
+    draws a fit keeps depends on the draws. Run as ``fit`` runs it (4 chains, ``run_chains`` with
+    ``needs_more_draws``) on 100 data sets from the prior, the ranks of ``theta``, ``sigma2`` and ``Sigma_x``
+    are uniform, and the rule was exercised: some fits stopped after one round, some went on
+    (``python -m studies.sbc_rounds`` for more: ``docs/results/sbc/sbc_rounds_d2.md``, 400 data sets)."""
+    from bayes_dpreg.posterior.sbc import uniformity_pvalue
+    from studies.sbc_rounds import L, run
+
+    ranks, rounds, _ = run(100, 2, seed=1)
+    assert (rounds == 1).any() and (rounds > 1).any(), rounds
+    pvalues = {name: uniformity_pvalue(r, L) for name, r in ranks.items()}
+    assert min(pvalues.values()) > 1e-3, pvalues
