@@ -26,6 +26,7 @@ import warnings
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 import bayes_dpreg as bd
@@ -57,9 +58,9 @@ def _ranks(draws: dict, truth: dict) -> dict[str, int]:
 def run(reps: int, d: int, seed: int) -> tuple[dict[str, np.ndarray], np.ndarray, float]:
     """``(ranks by quantity, rounds a fit ran, seconds)`` over ``reps`` data sets."""
     pr = Prior(C=0.25, a=3.0, b=0.5, Lambda=2.0, eta=1.0, sigma2_max=0.4).resolve(d, None)
-    n = np.array([3000.0, 3000.0])
+    n, noise = jnp.full(2, 3000.0), jnp.full(2, 200.0)
     k_sim, k_run = jax.random.split(jax.random.key(seed))
-    simulate = jax.jit(jax.vmap(lambda k: simulate_from_prior(k, pr, n, np.full(2, 200.0), np.full(2, 200.0))))
+    simulate = jax.jit(jax.vmap(lambda k: simulate_from_prior(k, pr, n, noise, noise)))
     params, data = simulate(jax.random.split(k_sim, reps))
     settings, _ = clt.settings({}, d, clt.NUM_WARMUP)
     ranks: dict[str, list[int]] = {}
