@@ -289,14 +289,17 @@ def run_chains(
     workers = _workers(kernel, len(groups))
     what = f"{num_chains} chains x {total} iterations"
     bar_total = sum(sizes) * num_chains if progress_bar else None  # whole chunks run: total rounded up
-    progress = ChainProgress(
-        bar_total, len(groups) * len(sizes), workers, what, 0 if compiled else min(workers, len(groups))
-    )
+    # a program not yet compiled: the first chunk of one group a thread, inside the compile notice (JAX
+    # compiles a jitted function once for callers on several threads; one group alone left cores idle)
+    first = 0 if compiled else min(workers, len(groups))
+    progress = ChainProgress(bar_total, len(groups) * len(sizes), workers, what, first)
     with compile_notice(_describe(kernel, data, parties)) if not compiled else contextlib.nullcontext():
         if kernel.prepare is not None:
             data = kernel.prepare(data, pr, settings)
         states = [init(k, data, pr) for k in groups]
-        heads = [] if compiled else _first_chunks(advance, states, data, pr, groups, sizes, progress, width, workers)
+        heads = _advance_groups(
+            advance, [], states[:first], data, pr, groups[:first], sizes[:1], progress, width, workers
+        )
     _STARTED.add(signature)
     runs = _advance_groups(advance, heads, states, data, pr, groups, sizes, progress, width, workers)
     states = [state for state, _ in runs]
@@ -343,25 +346,6 @@ def _workers(kernel: ChainKernel, groups: int) -> int:
     return max(1, min(groups, os.cpu_count() or 1)) if kernel.threads else 1
 
 
-def _first_chunks(
-    advance: Callable,
-    states: list,
-    data: Any,
-    pr: Any,
-    keys: list,
-    sizes: list[int],
-    progress: ChainProgress,
-    width: int,
-    workers: int,
-) -> list[tuple[Any, list]]:
-    """The first chunk of the first ``workers`` groups, one a thread, inside the compile notice: the
-    program not yet compiled is compiled once (JAX compiles a jitted function once for callers on
-    several threads), the other cores run a chain meanwhile (one chain alone left a core idle for
-    the first chunk, seconds at d = 50)."""
-    w = min(workers, len(states))
-    return _advance_groups(advance, [], states[:w], data, pr, keys[:w], sizes[:1], progress, width, workers)
-
-
 def _advance_groups(
     advance: Callable,
     heads: list[tuple[Any, list]],
@@ -376,26 +360,26 @@ def _advance_groups(
 ) -> list[tuple[Any, list]]:
     """:func:`_advance_all` for every group, in turn or, chunk by chunk, on ``workers`` threads
     (:func:`_interleaved`), from ``states``; ``heads``: the first groups' ``(state, parts)`` after their
-    first chunk (:func:`_first_chunks`), which they go on from. Each group's result depends on its key
-    only, not on the schedule."""
-    jobs = [_Job(s, k, list(enumerate(sizes)), []) for s, k in zip(states, keys)]
+    first chunk, which they go on from. Each group's result depends on its key only, not on the schedule."""
+    jobs = [_Job(s, k, list(sizes), []) for s, k in zip(states, keys)]
     for g, (state, parts) in enumerate(heads):
-        jobs[g] = _Job(state, keys[g], list(enumerate(sizes))[1:], list(parts))
+        jobs[g] = _Job(state, keys[g], list(sizes[1:]), list(parts))
     if workers <= 1 or len(jobs) <= 1:
         return [
-            _advance_all(advance, j.state, data, pr, j.key, [z for _, z in j.todo], progress, width, j.parts, i)
-            for j, i in ((j, j.todo[0][0] if j.todo else 0) for j in jobs)
+            _advance_all(advance, j.state, data, pr, j.key, j.todo, progress, width, j.parts, len(j.parts))
+            for j in jobs
         ]
     return _interleaved(advance, jobs, data, pr, progress, width, workers)
 
 
 @dataclass
 class _Job:
-    """A group of chains and the chunks it has left to run: ``(chunk index, iterations)``."""
+    """A group of chains, the iterations of each chunk it has left to run and the outputs of those it has
+    run (the next chunk's index, which :func:`_advance_all` folds into the key, is their number)."""
 
     state: Any
     key: Array
-    todo: list[tuple[int, int]]
+    todo: list[int]
     parts: list
     busy: bool = False
 
@@ -435,9 +419,8 @@ def _interleaved(
                 if job is None:
                     return
                 try:
-                    i, size = job.todo[0]
                     job.state, job.parts = _advance_all(
-                        advance, job.state, data, pr, job.key, [size], progress, width, job.parts, i
+                        advance, job.state, data, pr, job.key, job.todo[:1], progress, width, job.parts, len(job.parts)
                     )
                 except BaseException as exc:
                     with cond:
