@@ -6,8 +6,9 @@ each ``--dump-every`` seconds (to ``<out>/stacks.txt``): tells a slow fit from a
 Data as in :mod:`benchmarks.speed` (the paper's simulation, n = 1e5, eps = 1, seeded releases),
 d = 5, J = 5 unless ``--dims``/``--parties``; ``--eta`` fits the default prior with that LKJ
 concentration (the default's is 1; 2 before 2026-11-28), ``--target-accept`` NUTS's target acceptance,
-``--extend`` fit's ``extend`` (0: what the chains' first draws show, before any extension).
-Prints the seconds of the first fit (compilation included) and of a second fit on another release of the
+``--extend`` fit's ``extend`` (0: what the chains' first draws show, before any extension),
+``--max-tree-depth`` NUTS's ``max_tree_depth``, ``--releases`` the releases' seeds (default 1 2).
+Prints the seconds of the first fit (compilation included) and of each later fit on another release of the
 same shapes, and for NUTS the leapfrog steps of the kept draws (the warm-up's are not recorded) with the
 fit's seconds over them: a comparison of two versions whose chains take different paths; then the draws
 a chain (more than asked where ``extend`` ran the chains on), the min bulk ESS and max R-hat of
@@ -36,6 +37,10 @@ def main() -> None:
     ap.add_argument("--eta", type=float, help="the default prior with this LKJ concentration (Prior(eta=...))")
     ap.add_argument("--target-accept", type=float, help="NUTS's target acceptance (fit's target_accept_prob)")
     ap.add_argument("--extend", type=int, help="fit's extend (default: the method's; 0: the chains never go on)")
+    ap.add_argument("--max-tree-depth", type=int, help="NUTS's max_tree_depth (default: the method's)")
+    ap.add_argument(
+        "--releases", type=int, nargs="+", default=[1, 2], help="release seeds, fitted in turn (the first compiles)"
+    )
     ap.add_argument("--dump-every", type=float, default=60.0)
     ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "fit_probe", help="where stacks.txt goes")
     args = ap.parse_args()
@@ -55,7 +60,8 @@ def _probe(args: argparse.Namespace) -> None:
     bd.select_device(args.device)
     from benchmarks import speed
 
-    for label, seed in (("cold", 1), ("warm", 2)):
+    for i, seed in enumerate(args.releases):
+        label = f"{'cold' if i == 0 else 'warm'} (release {seed})"
         stats = speed.releases(args.method, args.dims, args.parties, seed)
         t = time.perf_counter()
         prior = None if args.eta is None else bd.Prior(eta=args.eta)
@@ -63,6 +69,7 @@ def _probe(args: argparse.Namespace) -> None:
             warnings.simplefilter("always")
             options = {} if args.target_accept is None else {"target_accept_prob": args.target_accept}
             options |= {} if args.extend is None else {"extend": args.extend}
+            options |= {} if args.max_tree_depth is None else {"max_tree_depth": args.max_tree_depth}
             idata = bd.fit(stats, args.method, prior, seed=seed, num_chains=args.chains, **options)
         wall = time.perf_counter() - t
         steps = int(idata.sample_stats["n_steps"].sum()) if "n_steps" in idata.sample_stats else 0
@@ -76,13 +83,15 @@ def _mixing(idata: Any, caught: list) -> str:
 
     theta = idata.posterior["theta"]
     ess = float(az.ess(theta)["theta"].min())
+    tail = float(az.ess(theta, method="tail")["theta"].min())
     rhat = float(az.rhat(theta)["theta"].max())
     kinds = sorted({w.category.__name__ for w in caught})
     draws = theta.sizes["draw"]
-    mixing = f"{draws} draws a chain, min bulk ESS of theta {ess:.0f}, max R-hat {rhat:.3f}"
+    mixing = f"{draws} draws a chain, min bulk / tail ESS of theta {ess:.0f} / {tail:.0f}, max R-hat {rhat:.3f}"
     if "sigma2" in idata.posterior:  # the chain driver's extend decision reads both
         s2 = idata.posterior["sigma2"]
-        mixing += f"; sigma2: R-hat {float(az.rhat(s2)['sigma2']):.3f}, bulk ESS {float(az.ess(s2)['sigma2']):.0f}"
+        bulk, tail = float(az.ess(s2)["sigma2"]), float(az.ess(s2, method="tail")["sigma2"])
+        mixing += f"; sigma2: R-hat {float(az.rhat(s2)['sigma2']):.3f}, bulk / tail ESS {bulk:.0f} / {tail:.0f}"
     return f"{mixing}, warnings: {kinds}"
 
 

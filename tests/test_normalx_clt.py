@@ -298,6 +298,39 @@ def test_sbc_where_the_clt_holds(d):
     assert min(pvalues.values()) > 1e-3, pvalues
 
 
+def test_sbc_with_trajectories_capped():
+    """Above :data:`clt.DENSE_FRAME_MAX_DIM` coordinates the default caps NUTS's trajectories
+    (:func:`clt.max_tree_depth`). A capped transition is still reversible with respect to the posterior:
+    here capped at 3 leapfrog steps (depth 2), where this setting's chains take 7 a draw uncapped (median;
+    more than 3 in 96% of draws, up to 31), the ranks stay uniform (too costly to check at d >= 24 itself)."""
+    pvalues = clt_sbc_pvalues("normalx-clt", jax.random.key(7), [3000, 3000], 2, {"max_tree_depth": 2})
+    assert min(pvalues.values()) > 1e-3, pvalues
+
+
+def test_tree_depth_is_capped_where_the_frame_is_diagonal(monkeypatch):
+    """NumPyro's depth 10 up to d = 23 (300 coordinates, the dense frame), 5 from d = 24; an option
+    overrides it; ``fit``'s path (``run``) and SBC's (``settings``) take the same default."""
+    assert clt.frame_dim(23) == clt.DENSE_FRAME_MAX_DIM < clt.frame_dim(24)
+    assert [clt.max_tree_depth(d) for d in (2, 23, 24, 50)] == [10, 10, 5, 5]
+    assert clt.settings({}, 24, 250)[0].max_tree_depth == 5
+    assert clt.settings({}, 23, 250)[0].max_tree_depth == 10
+    assert clt.settings({"max_tree_depth": 8}, 24, 250)[0].max_tree_depth == 8
+    seen = []
+    monkeypatch.setattr(clt, "run_nuts", lambda *a, **kw: seen.append(kw["max_tree_depth"]))
+    for d in (23, 24):
+        clt.run(type("St", (), {"d": d})(), None, None, 4, 250, 250)
+    clt.run(type("St", (), {"d": 50})(), None, None, 4, 250, 250, max_tree_depth=7)
+    assert seen == [10, 5, 7]
+
+
+@pytest.mark.parametrize("depth", [0, -1, 2.5, True, "5"])
+def test_a_bad_tree_depth_is_a_clear_error(depth):
+    from bayes_dpreg.samplers.normalx_nuts import NutsSettings, check_settings
+
+    with pytest.raises(ValueError, match="max_tree_depth must be an integer >= 1"):
+        check_settings(NutsSettings(250, 0.8, depth))
+
+
 def test_default_method_is_the_clt_sampler_unless_a_party_is_small(monkeypatch):
     """The rule at its thresholds, and ``fit`` asks it with the smallest party's ``n_j``."""
     from entry_points import parties

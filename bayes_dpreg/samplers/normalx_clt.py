@@ -492,7 +492,7 @@ def reference(data: ModelData, pr: ResolvedPrior) -> CLTReference:
     signal = c0 @ (c0 / lam)
     C_inv = Q.T @ spd_inverse(jnp.asarray(pr.C)) @ Q
     Cm = C_inv @ (Q.T @ jnp.asarray(pr.m))
-    k = d * (d + 1) // 2 + d + 1
+    k = frame_dim(d)
     zero = jnp.zeros(k, W.dtype)
     T = jnp.ones(k, W.dtype) if k > DENSE_FRAME_MAX_DIM else jnp.eye(k, dtype=W.dtype)
     return CLTReference(Q, v0, jnp.sqrt(1.0 / n + noise**2), signal, W, s2, delta, Qt, C_inv, Cm, zero, T)
@@ -873,8 +873,9 @@ KERNEL = ChainKernel(init, step, draws, info, vectorize=False, prepare=prepare, 
 
 def settings(options: dict, d: int, num_warmup: int) -> tuple[NutsSettings, dict]:
     """``normalx-nuts``' settings (:func:`~bayes_dpreg.samplers.normalx_nuts.settings`) with this
-    sampler's default target acceptance (:func:`target_accept`)."""
-    return nuts_settings({"target_accept_prob": target_accept(d), **options}, d, num_warmup)
+    sampler's default target acceptance (:func:`target_accept`) and tree depth (:func:`max_tree_depth`)."""
+    defaults = {"target_accept_prob": target_accept(d), "max_tree_depth": max_tree_depth(d)}
+    return nuts_settings({**defaults, **options}, d, num_warmup)
 
 
 def target_accept(d: int) -> float:
@@ -887,6 +888,26 @@ def target_accept(d: int) -> float:
     return TARGET_ACCEPT if d <= TARGET_ACCEPT_MAX_D else TARGET_ACCEPT_LARGE_D
 
 
+def frame_dim(d: int) -> int:
+    """Coordinates NUTS moves: ``Sigma_x``'s log-Cholesky factor, ``b`` and ``log sigma_y^2``."""
+    return d * (d + 1) // 2 + d + 1
+
+
+def max_tree_depth(d: int) -> int:
+    """NUTS's default ``max_tree_depth``: NumPyro's 10 where the Laplace frame is dense (d <= 23), and
+    :data:`MAX_TREE_DEPTH_LARGE_D` (trajectories of at most 31 leapfrog steps) where it is diagonal
+    (:data:`DENSE_FRAME_MAX_DIM`, d >= 24). There most of ``Sigma_x``'s coordinates are left to its prior by
+    the release, and what mixes slowest is the log-density itself (E-BFMI 0.2-0.4 at d = 50): a transition
+    moves it by about the momentum's fresh kinetic energy whatever the trajectory's length, so the draws
+    NUTS's doublings to 63 steps bought were no better for ``theta``'s slowest coefficients than 31 steps'
+    (``docs/samplers.md``, *Trajectories of at most 31 steps at large d*). Any depth leaves the target as
+    it is: a capped NUTS transition is reversible with respect to it (SBC:
+    ``tests/test_normalx_clt.py::test_sbc_with_trajectories_capped``)."""
+    return MAX_TREE_DEPTH if frame_dim(d) <= DENSE_FRAME_MAX_DIM else MAX_TREE_DEPTH_LARGE_D
+
+
+MAX_TREE_DEPTH = 10  # NumPyro's
+MAX_TREE_DEPTH_LARGE_D = 5
 TARGET_ACCEPT = 0.9
 TARGET_ACCEPT_MAX_D = 10
 TARGET_ACCEPT_LARGE_D = 0.8
@@ -909,6 +930,7 @@ def run(
     often falls short; where NUTS mixes well one is enough."""
     description = "NUTS (NumPyro) in the Laplace frame of (Sigma_x, theta, sigma_y^2); S_j integrated out (CLT)"
     options.setdefault("target_accept_prob", target_accept(st.d))
+    options.setdefault("max_tree_depth", max_tree_depth(st.d))
     options.setdefault("extend", EXTEND)
     return run_nuts(KERNEL, description, st, pr, key, num_chains, num_samples, num_warmup, **options)
 

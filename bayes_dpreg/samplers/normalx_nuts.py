@@ -409,6 +409,9 @@ def check_settings(settings: NutsSettings) -> None:
     """Clear errors for out-of-range NUTS options."""
     if not 0 < settings.target_accept_prob < 1:
         raise ValueError(f"target_accept_prob must lie in (0, 1), got {settings.target_accept_prob}")
+    depth = settings.max_tree_depth
+    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
+        raise ValueError(f"max_tree_depth must be an integer >= 1, got {depth!r}")
     if settings.dense_mass not in ("auto", "full", "level", "diagonal"):
         raise ValueError(f"dense_mass must be 'auto', 'full', 'level' or 'diagonal', got {settings.dense_mass!r}")
 
@@ -439,8 +442,9 @@ def run_nuts(
     (R-hat above 1.01 or ESS below 100 per chain) and do not sit in separate modes
     (:func:`~bayes_dpreg.samplers.convergence.needs_more_draws`), every chain goes on, with the warm-up's
     step size and mass matrix, for another ``num_samples`` draws. Off (0) by default."""
-    settings = NutsSettings(num_warmup, float(target_accept_prob), int(max_tree_depth), dense_mass)
+    settings = NutsSettings(num_warmup, float(target_accept_prob), max_tree_depth, dense_mass)
     check_settings(settings)
+    settings = settings._replace(max_tree_depth=int(max_tree_depth))
     samples, stats = run_chains(
         kernel,
         model_data(st) if data is None else data,
