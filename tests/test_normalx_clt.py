@@ -308,19 +308,21 @@ def test_sbc_with_trajectories_capped():
 
 
 def test_tree_depth_is_capped_where_the_frame_is_diagonal(monkeypatch):
-    """NumPyro's depth 10 up to d = 23 (300 coordinates, the dense frame), 5 from d = 24; an option
-    overrides it; ``fit``'s path (``run``) and SBC's (``settings``) take the same default."""
+    """NumPyro's depth 10 up to d = 23 (300 coordinates, the dense frame), 5 from d = 24, with two more
+    rounds of draws allowed there; an option overrides either; ``fit``'s path (``run``) and SBC's
+    (``settings``) take the same depth."""
     assert clt.frame_dim(23) == clt.DENSE_FRAME_MAX_DIM < clt.frame_dim(24)
     assert [clt.max_tree_depth(d) for d in (2, 23, 24, 50)] == [10, 10, 5, 5]
     assert clt.settings({}, 24, 250)[0].max_tree_depth == 5
     assert clt.settings({}, 23, 250)[0].max_tree_depth == 10
     assert clt.settings({"max_tree_depth": 8}, 24, 250)[0].max_tree_depth == 8
     seen = []
-    monkeypatch.setattr(clt, "run_nuts", lambda *a, **kw: seen.append(kw["max_tree_depth"]))
+    monkeypatch.setattr(clt, "run_nuts", lambda *a, **kw: seen.append((kw["max_tree_depth"], kw["extend"])))
     for d in (23, 24):
         clt.run(type("St", (), {"d": d})(), None, None, 4, 250, 250)
-    clt.run(type("St", (), {"d": 50})(), None, None, 4, 250, 250, max_tree_depth=7)
-    assert seen == [10, 5, 7]
+    clt.run(type("St", (), {"d": 50})(), None, None, 4, 250, 250, max_tree_depth=7, extend=1)
+    # capped, a fit may go on for two more rounds (1,500 draws of at most 31 steps a chain)
+    assert seen == [(10, clt.EXTEND), (5, clt.EXTEND_LARGE_D), (7, 1)] and clt.EXTEND_LARGE_D > clt.EXTEND
 
 
 @pytest.mark.parametrize("depth", [0, -1, 2.5, True, "5"])

@@ -122,7 +122,8 @@ def fit(
         ``target_accept_prob`` for ``normalx-nuts``, ``sigma2="text" | "code" | float`` for
         ``fast``, ``p`` for ``adassp``, ``progress_bar`` for all, ``extend`` for the NUTS methods
         (chains that mix too slowly draw ``num_samples`` more, up to that many times; 3 for ``normalx-clt``
-        and ``normalx-pooled``, whose chains draw 250 at a time until R-hat and ESS pass; 0 for the others).
+        and ``normalx-pooled`` (5 from d = 24, where their trajectories are capped at 31 leapfrog steps), whose
+        chains draw 250 at a time until R-hat and ESS pass; 0 for the others).
 
     Returns
     -------

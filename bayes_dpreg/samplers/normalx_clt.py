@@ -917,13 +917,22 @@ EXACT_NOISE_MAX_D = 4  # measured at d = 2-4 (docs/samplers.md); above, the augm
 NUM_SAMPLES = 250  # draws a chain before the first convergence check: 4 x 250 = 1,000 draws give the ESS of 400
 # (100 a chain) that the check asks for where NUTS mixes well, as it does at small d (docs/samplers.md: *Draws*)
 EXTEND = 3  # chains that mix too slowly go on, up to three times, for NUM_SAMPLES more draws: at most 1,000 a chain
+EXTEND_LARGE_D = 5  # where trajectories are capped (max_tree_depth): at most 1,500 draws of 31 steps, about the
+# leapfrog steps 1,000 uncapped draws of 47-63 took at d = 50 (docs/samplers.md, *Trajectories of at most 31 steps*)
+
+
+def extend_rounds(d: int) -> int:
+    """Rounds of :data:`NUM_SAMPLES` draws a fit may add: :data:`EXTEND`, or :data:`EXTEND_LARGE_D` where
+    :func:`max_tree_depth` caps the trajectories, so that the most a fit spends before it warns stays what it
+    was uncapped."""
+    return EXTEND if max_tree_depth(d) == MAX_TREE_DEPTH else EXTEND_LARGE_D
 
 
 def run(
     st: StackedStats, pr: ResolvedPrior, key: Array, num_chains: int, num_samples: int, num_warmup: int, **options: Any
 ) -> MethodResult:
     """``fit``'s entry point; options as :func:`~bayes_dpreg.samplers.normalx_nuts.run_nuts` (also its
-    ``data``, which ``normalx-pooled`` gives), with ``extend`` on (:data:`EXTEND`): the chains draw
+    ``data``, which ``normalx-pooled`` gives), with ``extend`` on (:func:`extend_rounds`): the chains draw
     ``num_samples`` (:data:`NUM_SAMPLES`) at a time until the draws of ``theta`` and ``sigma_y^2`` have
     R-hat at most 1.01 and bulk and tail ESS of 100 a chain (Vehtari et al. 2021), or ``extend`` rounds
     have run. Where the noise leaves ``sigma_y^2`` to its heavy-tailed prior, or at large d, one round
@@ -931,7 +940,7 @@ def run(
     description = "NUTS (NumPyro) in the Laplace frame of (Sigma_x, theta, sigma_y^2); S_j integrated out (CLT)"
     options.setdefault("target_accept_prob", target_accept(st.d))
     options.setdefault("max_tree_depth", max_tree_depth(st.d))
-    options.setdefault("extend", EXTEND)
+    options.setdefault("extend", extend_rounds(st.d))
     return run_nuts(KERNEL, description, st, pr, key, num_chains, num_samples, num_warmup, **options)
 
 
