@@ -873,9 +873,14 @@ KERNEL = ChainKernel(init, step, draws, info, vectorize=False, prepare=prepare, 
 
 def settings(options: dict, d: int, num_warmup: int) -> tuple[NutsSettings, dict]:
     """``normalx-nuts``' settings (:func:`~bayes_dpreg.samplers.normalx_nuts.settings`) with this
-    sampler's default target acceptance (:func:`target_accept`) and tree depth (:func:`max_tree_depth`)."""
-    defaults = {"target_accept_prob": target_accept(d), "max_tree_depth": max_tree_depth(d)}
-    return nuts_settings({**defaults, **options}, d, num_warmup)
+    sampler's defaults (:func:`nuts_defaults`)."""
+    return nuts_settings({**nuts_defaults(d), **options}, d, num_warmup)
+
+
+def nuts_defaults(d: int) -> dict[str, Any]:
+    """This sampler's NUTS settings where the caller gives none, for ``fit`` (:func:`run`) and SBC
+    (:func:`settings`) alike: target acceptance (:func:`target_accept`) and tree depth (:func:`max_tree_depth`)."""
+    return {"target_accept_prob": target_accept(d), "max_tree_depth": max_tree_depth(d)}
 
 
 def target_accept(d: int) -> float:
@@ -938,9 +943,7 @@ def run(
     have run. Where the noise leaves ``sigma_y^2`` to its heavy-tailed prior, or at large d, one round
     often falls short; where NUTS mixes well one is enough."""
     description = "NUTS (NumPyro) in the Laplace frame of (Sigma_x, theta, sigma_y^2); S_j integrated out (CLT)"
-    options.setdefault("target_accept_prob", target_accept(st.d))
-    options.setdefault("max_tree_depth", max_tree_depth(st.d))
-    options.setdefault("extend", extend_rounds(st.d))
+    options = {**nuts_defaults(st.d), "extend": extend_rounds(st.d), **options}
     return run_nuts(KERNEL, description, st, pr, key, num_chains, num_samples, num_warmup, **options)
 
 
