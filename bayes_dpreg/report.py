@@ -229,9 +229,9 @@ def _unicode(text: str) -> str:
 
 def _method_notes(idata: az.InferenceData) -> list[dict]:
     """The fit's own verdicts: each diagnostic's summary (:data:`~bayes_dpreg.posterior.diagnostics.CHECKS`:
-    convergence, the bounds, the parties, the prior of ``Sigma_x``, the release's resolution and, for the
-    fixed-S methods, the release noise), its first line, marked where it reports a problem; after
-    convergence, the divergent transitions."""
+    convergence, the bounds, the parties, the priors of ``sigma_y^2`` and ``Sigma_x``, the release's
+    resolution and, for the fixed-S methods, the release noise), its first line, marked where it reports
+    a problem; after convergence, the divergent transitions."""
     at = idata.posterior.attrs
     notes, divergences = [], _divergence_notes(idata)
     for check, text in summaries(at):

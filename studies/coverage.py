@@ -464,6 +464,12 @@ def _metrics(cell: dict[str, Any], rep: int, method: str, idata: Any, theta: np.
         )
     if "noise_to_signal" in at:
         row["noise_to_signal"] = float(max(at["noise_to_signal"]))
+    if "prior_sensitivity_sigma2" in at:  # NoiseVariancePriorWarning's rule, from the recorded attrs
+        from bayes_dpreg.posterior.diagnostics import sigma2_sensitive
+
+        row["prior_sensitivity_sigma2"] = float(at["prior_sensitivity_sigma2"])
+        row["sigma2_prior_contraction"] = float(at.get("sigma2_prior_contraction", math.nan))
+        row["warned_sigma2"] = int(sigma2_sensitive(at))
     return row
 
 
@@ -490,6 +496,9 @@ FIELDS = [
     "seconds",
     "error",
     "warned_unresolved",
+    "prior_sensitivity_sigma2",
+    "sigma2_prior_contraction",
+    "warned_sigma2",
 ]
 
 

@@ -13,7 +13,12 @@ from scipy import stats as sps
 
 import bayes_dpreg as bd
 from bayes_dpreg.model.prior import prior_scales
-from bayes_dpreg.posterior.diagnostics import PRIOR_SENSITIVITY_MAX, prior_sensitivity, prior_sensitivity_summary
+from bayes_dpreg.posterior.diagnostics import (
+    PRIOR_SENSITIVITY_MAX,
+    prior_sensitivity,
+    prior_sensitivity_summary,
+    sigma2_contraction,
+)
 from bayes_dpreg.posterior.diagnostics.prior_sensitivity import CHECK as PRIOR_SENSITIVITY_CHECK
 from bayes_dpreg.stats import stack_stats
 from bayes_dpreg.samplers import get as get_sampler
@@ -121,6 +126,46 @@ def test_a_widely_spread_log_prior_that_ignores_theta_is_noise_not_sensitivity(n
     assert every.noise["theta"] == prior_sensitivity(noisy, noise_factors=("theta",)).noise["theta"]
     _record_prior_sensitivity(get_sampler("normalx-nuts"), noisy)
     assert "do not depend on it" in prior_sensitivity_summary(noisy.posterior.attrs)
+
+
+@pytest.mark.parametrize("J", [1, 10])
+def test_one_party_leaves_sigma2_to_its_prior_and_the_fit_warns(J):
+    """With one party the release has no scatter between parties to inform sigma_y^2 (y^T y is not
+    released): its posterior is its prior (sd of log sigma2 as wide), and where the release is
+    precise theta's intervals scale with it: NoiseVariancePriorWarning. The same rows split among 10
+    parties inform sigma_y^2, and the fit stays quiet (the default, normalx-clt)."""
+    stats, _, _ = unit_releases(100_000, 2, J, 5.0, seed=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        idata = bd.fit(stats, seed=1)
+    warned = [w for w in caught if issubclass(w.category, bd.NoiseVariancePriorWarning)]
+    at = idata.posterior.attrs
+    assert issubclass(bd.NoiseVariancePriorWarning, bd.PriorSensitivityWarning)
+    if J == 1:
+        assert at["sigma2_prior_contraction"] > 0.9
+        assert at["prior_sensitivity_sigma2"] >= 2 * max(PRIOR_SENSITIVITY_MAX, at["prior_sensitivity_sigma2_noise"])
+        assert len(warned) == 1 and "with one party" in str(warned[0].message)
+        assert "Prior(a=3, b=2 * s**2)" in str(warned[0].message)
+        assert prior_sensitivity_summary(at).startswith("Prior of sigma2:")  # the report shows the first line
+        assert PRIOR_SENSITIVITY_CHECK.flagged(at)
+        from bayes_dpreg.report import _method_notes
+
+        note = next(n for n in _method_notes(idata) if n["text"].startswith("Prior of sigma2"))
+        assert note["kind"] == "warn"
+    else:
+        assert at["sigma2_prior_contraction"] < 0.8
+        assert at["prior_sensitivity_sigma2"] < PRIOR_SENSITIVITY_MAX / 2
+        assert warned == [] and "Prior of sigma2" not in prior_sensitivity_summary(at)
+        assert not PRIOR_SENSITIVITY_CHECK.flagged(at)
+
+
+def test_sigma2_contraction_is_the_ratio_of_log_sds(nuts):
+    _, idata = nuts
+    sd = lambda a: np.log(a.values).std()
+    want = sd(idata.posterior["sigma2"]) / sd(idata.prior["sigma2"])
+    assert sigma2_contraction(idata) == pytest.approx(want, rel=1e-12)
+    point, _, _ = unit_releases(3000, 2, 2, 1.0, release=bd.release_adassp)
+    assert sigma2_contraction(_fit(point, "adassp")) is None  # no sigma2 draws
 
 
 def test_point_estimates_have_no_log_prior_and_the_check_says_so():

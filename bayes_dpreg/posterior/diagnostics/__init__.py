@@ -9,7 +9,7 @@ diagnostic is one module with a :class:`~.base.Check` and one line in :data:`CHE
 ``convergence``             R-hat, ESS, divergences, separate modes (:class:`ConvergenceWarning`)
 ``bounds``                  ``sigma_y^2`` against ``y_bound^2`` (:class:`BoundsMisfitWarning`)
 ``heterogeneity``           do the parties share one ``Sigma_x`` (:class:`HeterogeneityWarning`)
-``prior_sensitivity``       power-scaling sensitivity to each prior factor (recorded, no warning)
+``prior_sensitivity``       power-scaling sensitivity to each prior factor (:class:`NoiseVariancePriorWarning`)
 ``resolution``              directions the release does not resolve (:class:`UnresolvedDirectionWarning`)
 ``noise``                   the release noise against ``S~_j`` for the fixed-S methods (:class:`NoiseWarning`)
 ==========================  ======================================================================
@@ -53,10 +53,14 @@ from .noise import NOISE_TO_SIGNAL_MAX, NoiseWarning, noise_summary, noise_to_si
 from .prior_sensitivity import CHECK as PRIOR_SENSITIVITY
 from .prior_sensitivity import (
     PRIOR_SENSITIVITY_MAX,
+    NoiseVariancePriorWarning,
     PriorSensitivity,
     PriorSensitivityWarning,
+    noise_variance_message,
     prior_sensitivity,
     prior_sensitivity_summary,
+    sigma2_contraction,
+    sigma2_sensitive,
     sigma_x_sensitive,
 )
 from .resolution import (
@@ -106,6 +110,10 @@ __all__ = [
     "heterogeneous",
     "heterogeneity_summary",
     "PriorSensitivityWarning",
+    "NoiseVariancePriorWarning",
+    "noise_variance_message",
+    "sigma2_contraction",
+    "sigma2_sensitive",
     "PriorSensitivity",
     "prior_sensitivity",
     "prior_sensitivity_summary",

@@ -1,5 +1,10 @@
 """Prior sensitivity by power-scaling (Kallioinen et al. 2024, ``arviz.psens``): how much ``theta``'s
-posterior depends on each prior factor, ``Sigma_x``'s above all (:func:`prior_sensitivity`)."""
+posterior depends on each prior factor (:func:`prior_sensitivity`). ``fit`` records it for every
+factor and warns where ``theta``'s intervals follow the prior of ``sigma_y^2``
+(:class:`NoiseVariancePriorWarning`): the release can leave the noise variance to its prior (with one
+party it always does), and then ``theta``'s intervals scale with that prior's ``sqrt(sigma_y^2)``.
+``Sigma_x``'s sensitivity is recorded without a warning: the resolution check names the directions
+where its prior decides (``docs/prior.md``, *Prior sensitivity*)."""
 
 from __future__ import annotations
 
@@ -17,19 +22,30 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PriorSensitivityWarning",
+    "NoiseVariancePriorWarning",
     "PriorSensitivity",
     "prior_sensitivity",
     "prior_sensitivity_summary",
     "sigma_x_sensitive",
+    "sigma2_sensitive",
+    "sigma2_contraction",
+    "noise_variance_message",
     "PRIOR_SENSITIVITY_MAX",
     "CHECK",
 ]
 
 
 class PriorSensitivityWarning(UserWarning):
-    """Some coefficient's interval depends on the prior of ``Sigma_x``: the release does not pin the
-    features' covariance in some direction (often nearly collinear features), and there the
-    intervals are the prior's, not the data's."""
+    """Some coefficient's interval depends on the prior of a nuisance parameter, not on the data: of
+    ``Sigma_x`` along a direction the release does not resolve (:class:`~.resolution.UnresolvedDirectionWarning`)
+    or of ``sigma_y^2`` where the release leaves the noise variance open (:class:`NoiseVariancePriorWarning`)."""
+
+
+class NoiseVariancePriorWarning(PriorSensitivityWarning):
+    """``theta``'s intervals depend on the prior of ``sigma_y^2``: the release says little about the
+    noise variance (``y^T y`` is not released, so only the scatter of the parties' ``z~_j`` informs
+    it; with one party nothing does), and the intervals scale with ``sqrt(sigma_y^2)``. They are as
+    good as that prior."""
 
 
 PRIOR_SENSITIVITY_MAX = 0.05  # priorsense's threshold for an informative prior (Kallioinen et al.)
@@ -188,40 +204,98 @@ def prior_sensitivity(
     )
 
 
-def _sigma_x_cutoff(attrs: Any) -> float:
-    return max(PRIOR_SENSITIVITY_MAX, float(attrs.get("prior_sensitivity_Sigma_x_noise", 0.0)))
+def _cutoff(attrs: Any, name: str) -> float:
+    return max(PRIOR_SENSITIVITY_MAX, float(attrs.get(f"prior_sensitivity_{name}_noise", 0.0)))
+
+
+def _sensitive(attrs: Any, name: str) -> bool:
+    key = f"prior_sensitivity_{name}"
+    return key in attrs and float(attrs[key]) >= _cutoff(attrs, name)
 
 
 def sigma_x_sensitive(attrs: Any) -> bool:
     """Whether a fit's recorded ``Sigma_x`` sensitivity reaches 0.05 and its noise level."""
-    return "prior_sensitivity_Sigma_x" in attrs and float(attrs["prior_sensitivity_Sigma_x"]) >= _sigma_x_cutoff(attrs)
+    return _sensitive(attrs, "Sigma_x")
+
+
+def sigma2_sensitive(attrs: Any) -> bool:
+    """Whether a fit's recorded sensitivity of ``theta`` to the prior of ``sigma_y^2`` reaches 0.05 and
+    its noise level: :class:`NoiseVariancePriorWarning`'s rule."""
+    return _sensitive(attrs, "sigma2")
+
+
+def sigma2_contraction(idata: Any) -> float | None:
+    """The posterior sd of ``log sigma_y^2`` over its prior sd (from the fit's ``prior`` draws): about
+    1 where the release leaves the noise variance to its prior; ``None`` without both sets of draws."""
+    if "sigma2" not in idata.posterior or "prior" not in idata.groups() or "sigma2" not in idata.prior:
+        return None
+    sd = lambda a: float(np.std(np.log(np.asarray(a.values, dtype=np.float64))))
+    prior_sd = sd(idata.prior["sigma2"])
+    return sd(idata.posterior["sigma2"]) / prior_sd if prior_sd > 0 else None
+
+
+def noise_variance_message(attrs: Any, parties: int | None = None) -> str:
+    """The text of :class:`NoiseVariancePriorWarning` (and the CLI's and report's line) from a fit's attrs."""
+    s, cut = float(attrs["prior_sensitivity_sigma2"]), _cutoff(attrs, "sigma2")
+    c = attrs.get("sigma2_prior_contraction")
+    said = (
+        f"the posterior sd of log sigma2 is {float(c):.2f} times its prior's"
+        if c is not None
+        else "the release says little about sigma2"
+    )
+    why = "; with one party the release has no scatter between parties to inform it" if parties == 1 else ""
+    return (
+        f"theta's intervals depend on the prior of the noise variance sigma2 (power-scaling sensitivity {s:.3f}, "
+        f"counted from {cut:.3f}): {said}{why}, and the intervals scale with sqrt(sigma2), so they are as good as "
+        "that prior (docs/prior.md, *Noise variance left to its prior*). Where you know the residual sd s "
+        "roughly, say so: Prior(a=3, b=2 * s**2) has mean s**2."
+    )
 
 
 def prior_sensitivity_summary(attrs: Any) -> str | None:
-    """One line on ``Sigma_x``'s prior sensitivity for reports (``None`` when the fit did not record it)."""
+    """One line on ``Sigma_x``'s prior sensitivity for reports, after one on ``sigma_y^2``'s where that
+    decides ``theta``'s intervals (``None`` when the fit did not record it)."""
     if "prior_sensitivity_Sigma_x" not in attrs:
         return None
-    s, cut = float(attrs["prior_sensitivity_Sigma_x"]), _sigma_x_cutoff(attrs)
+    s, cut = float(attrs["prior_sensitivity_Sigma_x"]), _cutoff(attrs, "Sigma_x")
     measured = f"largest power-scaling sensitivity {s:.3f}, counted from {cut:.3f} (0.05 or Monte Carlo noise)"
     if not sigma_x_sensitive(attrs):
-        return f"Prior of Sigma_x: the intervals do not depend on it ({measured})."
-    return (
-        f"Prior of Sigma_x: the intervals depend on it ({measured}): the release does not pin the features' "
-        "covariance in some direction, and there the intervals are the prior's (see the release resolution)."
-    )
+        line = f"Prior of Sigma_x: the intervals do not depend on it ({measured})."
+    else:
+        line = (
+            f"Prior of Sigma_x: the intervals depend on it ({measured}): the release does not pin the features' "
+            "covariance in some direction, and there the intervals are the prior's (see the release resolution)."
+        )
+    if sigma2_sensitive(attrs):  # first: the report shows a summary's first line
+        return f"Prior of sigma2: {noise_variance_message(attrs, attrs.get('J'))} (NoiseVariancePriorWarning)\n{line}"
+    return line
+
+
+def _flagged(attrs: Any) -> bool:
+    return sigma_x_sensitive(attrs) or sigma2_sensitive(attrs)
 
 
 def check(idata: Any, st: StackedStats, sampler: Sampler, pr: Any) -> Finding | None:
     """The largest power-scaling sensitivity of ``theta`` to each prior factor and to the likelihood
-    (:func:`prior_sensitivity`; the noise level for ``Sigma_x`` alone), ``None`` without a
-    ``log_prior`` group. It does not warn: on the paper's simulation it fired on 36 of 40 fits, all
-    22 that covered among them; the resolution check names the directions instead."""
+    (:func:`prior_sensitivity`; the noise level for ``Sigma_x`` and ``sigma2``), ``None`` without a
+    ``log_prior`` group. It warns (:class:`NoiseVariancePriorWarning`) where ``theta`` depends on the
+    prior of ``sigma_y^2`` (:func:`sigma2_sensitive`), not on ``Sigma_x``'s: that fired on 36 of 40
+    fits of the paper's simulation, all 22 that covered among them, and the resolution check names the
+    directions instead."""
     if "log_prior" not in idata.groups():
         return None
-    ps = prior_sensitivity(idata, noise_factors=("Sigma_x",))
+    ps = prior_sensitivity(idata, noise_factors=("Sigma_x", "sigma2"))
     attrs: dict[str, Any] = {f"prior_sensitivity_{k}": float(np.max(v)) for k, v in ps.prior.items()}
     attrs.update({f"prior_sensitivity_{k}_noise": v for k, v in ps.noise.items()})
     attrs["likelihood_sensitivity_min"] = float(np.min(ps.likelihood))
+    contraction = sigma2_contraction(idata)
+    if contraction is not None:
+        attrs["sigma2_prior_contraction"] = contraction
+    if sigma2_sensitive(attrs):
+        parties = None if st is None else int(st.J)
+        return Finding(
+            "prior_sensitivity", False, attrs, noise_variance_message(attrs, parties), NoiseVariancePriorWarning
+        )
     return Finding("prior_sensitivity", not sigma_x_sensitive(attrs), attrs)
 
 
@@ -230,5 +304,6 @@ CHECK = Check(
     applies=lambda sampler: sampler.kind == "mcmc",
     check=check,
     summary=prior_sensitivity_summary,
-    flagged=sigma_x_sensitive,
+    flagged=_flagged,
+    warning=NoiseVariancePriorWarning,
 )
