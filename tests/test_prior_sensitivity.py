@@ -204,3 +204,13 @@ def test_the_array_path_is_arviz_psens():
     for component, name in (("prior", "theta"), ("prior", "Sigma_x"), ("likelihood", None)):
         want = az.psens(idata, component=component, component_var_names=name, var_names=["theta"], delta=0.01)
         np.testing.assert_allclose(_psens(idata, component, name, 0.01), np.asarray(getattr(want, "theta", want)), rtol=1e-10, atol=1e-12)
+
+
+def test_the_sigma2_line_stands_where_a_method_has_no_sigma_x_prior():
+    """``fixeds`` records no ``Sigma_x`` factor: the sigma2 line alone, where it applies."""
+    at = {"prior_sensitivity_sigma2": 0.2, "prior_sensitivity_sigma2_noise": 0.06, "J": 1}
+    line = prior_sensitivity_summary(at)
+    assert line.startswith("Prior of sigma2:") and "with one party" in line and "Sigma_x" not in line
+    assert PRIOR_SENSITIVITY_CHECK.flagged(at)
+    quiet = {"prior_sensitivity_sigma2": 0.2, "prior_sensitivity_sigma2_noise": 0.3}  # below its noise level
+    assert prior_sensitivity_summary(quiet) is None and not PRIOR_SENSITIVITY_CHECK.flagged(quiet)

@@ -253,22 +253,23 @@ def noise_variance_message(attrs: Any, parties: int | None = None) -> str:
 
 
 def prior_sensitivity_summary(attrs: Any) -> str | None:
-    """One line on ``Sigma_x``'s prior sensitivity for reports, after one on ``sigma_y^2``'s where that
-    decides ``theta``'s intervals (``None`` when the fit did not record it)."""
-    if "prior_sensitivity_Sigma_x" not in attrs:
-        return None
-    s, cut = float(attrs["prior_sensitivity_Sigma_x"]), _cutoff(attrs, "Sigma_x")
-    measured = f"largest power-scaling sensitivity {s:.3f}, counted from {cut:.3f} (0.05 or Monte Carlo noise)"
-    if not sigma_x_sensitive(attrs):
-        line = f"Prior of Sigma_x: the intervals do not depend on it ({measured})."
-    else:
-        line = (
-            f"Prior of Sigma_x: the intervals depend on it ({measured}): the release does not pin the features' "
-            "covariance in some direction, and there the intervals are the prior's (see the release resolution)."
-        )
-    if sigma2_sensitive(attrs):  # first: the report shows a summary's first line
-        return f"Prior of sigma2: {noise_variance_message(attrs, attrs.get('J'))} (NoiseVariancePriorWarning)\n{line}"
-    return line
+    """A line on ``sigma_y^2``'s prior where it decides ``theta``'s intervals (first: the report shows a
+    summary's first line), then one on ``Sigma_x``'s prior sensitivity where the fit recorded it; ``None``
+    when there is neither."""
+    lines = []
+    if sigma2_sensitive(attrs):
+        lines.append(f"Prior of sigma2: {noise_variance_message(attrs, attrs.get('J'))} (NoiseVariancePriorWarning)")
+    if "prior_sensitivity_Sigma_x" in attrs:
+        s, cut = float(attrs["prior_sensitivity_Sigma_x"]), _cutoff(attrs, "Sigma_x")
+        measured = f"largest power-scaling sensitivity {s:.3f}, counted from {cut:.3f} (0.05 or Monte Carlo noise)"
+        if not sigma_x_sensitive(attrs):
+            lines.append(f"Prior of Sigma_x: the intervals do not depend on it ({measured}).")
+        else:
+            lines.append(
+                f"Prior of Sigma_x: the intervals depend on it ({measured}): the release does not pin the features' "
+                "covariance in some direction, and there the intervals are the prior's (see the release resolution)."
+            )
+    return "\n".join(lines) or None
 
 
 def _flagged(attrs: Any) -> bool:
