@@ -41,7 +41,7 @@ def _release_all(
 ):
     """Release every party's statistics; collect each party's private clipping report."""
     from .privacy.gaussian import ClippingWarning
-    from .privacy.mechanisms import release, release_adassp, release_bs
+    from .privacy.mechanisms import release, release_adassp
 
     stats, notes = [], []
     names = names or [f"party{j + 1}" for j in range(len(parts))]
@@ -50,14 +50,18 @@ def _release_all(
         kw = dict(epsilon=epsilon, delta=delta, x_bound=x_bound, y_bound=y_bound, seed=sj, name=names[j], ledger=ledger)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ClippingWarning)
-            if mechanism == "ssp":
-                stats.append(release(Xj, yj, intercept=intercept, columns=columns, bound_quantile=bound_quantile, **kw))
+            if mechanism in ("ssp", "bs"):  # bs: [S, z, y^T y], release(..., yty=True) (release_bs's draws)
+                yty = mechanism == "bs"
+                stats.append(
+                    release(Xj, yj, intercept=intercept, columns=columns, bound_quantile=bound_quantile, yty=yty, **kw)
+                )
             elif intercept or bound_quantile is not None:
                 raise ValueError(
-                    f"--intercept and --bound-quantile are only available for the ssp mechanism, not {mechanism!r}"
+                    f"--intercept and --bound-quantile are only available for the ssp and bs mechanisms, not "
+                    f"{mechanism!r}"
                 )
             else:
-                stats.append({"adassp": release_adassp, "bs": release_bs}[mechanism](Xj, yj, columns=columns, **kw))
+                stats.append(release_adassp(Xj, yj, columns=columns, **kw))
         notes += [f"  {names[j]}: {w.message}" for w in caught if issubclass(w.category, ClippingWarning)]
         for w in caught:
             if not issubclass(w.category, ClippingWarning):
@@ -493,7 +497,8 @@ def _add_release(sub: argparse._SubParsersAction) -> None:
         "--mechanism",
         default="ssp",
         choices=["ssp", "adassp", "bs"],
-        help="ssp (default: S and z, for every method but bs/adassp), adassp or bs",
+        help="ssp (default: S and z, for every method but bs/adassp), adassp, or bs (S, z and y^T y: one party's "
+        "release then identifies the noise variance; the default method uses y^T y where every party released it)",
     )
     r.add_argument("--intercept", action="store_true", help="release the statistics of [1, x] (normalx-intercept)")
     r.add_argument(

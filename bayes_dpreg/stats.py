@@ -33,7 +33,8 @@ class StackedStats(NamedTuple):
     x_bound: np.ndarray  # (J,)
     y_bound: np.ndarray  # (J,)
     lambda_min: np.ndarray | None = None  # (J,), adassp releases only
-    u: np.ndarray | None = None  # (J,), bs releases only: noisy y^T y
+    u: np.ndarray | None = None  # (J,), bs releases only: noisy y^T y (where every party released one)
+    sigma_u: np.ndarray | None = None  # (J,) its noise sd
     mechanisms: tuple[str, ...] = ()  # (J,) "ssp", "adassp" or "bs"
     intercept: bool = False  # the first column is the constant 1 (release(..., intercept=True))
     parties: tuple[str, ...] = ()  # (J,) distinct names of the parties
@@ -114,6 +115,7 @@ def stack_stats(stats: NoisyStats | Sequence[NoisyStats]) -> StackedStats:
         y_bound=col("y_bound"),
         lambda_min=col("lambda_min") if all(s.lambda_min is not None for s in stats) else None,
         u=col("u") if all(s.u is not None for s in stats) else None,
+        sigma_u=col("sigma_u") if all(s.u is not None for s in stats) else None,
         mechanisms=tuple(s.mechanism for s in stats),
         intercept=_intercept(stats),
         parties=party_names(stats),

@@ -197,13 +197,17 @@ def fit_priors(
     extra: Callable[[Any], dict[str, Any]] | None = None,
     keep_errors: bool = False,
     method_of: Callable[[str], tuple[str, ...]] | None = None,
+    release_of: Callable[[str], str] | None = None,
 ) -> list[dict[str, Any]]:
     """Fit ``methods`` under each prior of ``priors(stats, rep) -> {name: Prior}`` on the same
     releases of replications ``reps`` of ``cell`` (``method_of(name)`` instead of ``methods``
     where given: a method for each prior); one :func:`_metrics` row per fit, with
     ``row[label]`` the prior's name (for the prior studies) and the columns ``extra(idata)``
     where given. With ``keep_errors`` a fit that raises ``FloatingPointError`` or ``ValueError``
-    gives a row with its ``error`` (as :func:`run_chunk`'s) instead of ending the task."""
+    gives a row with its ``error`` (as :func:`run_chunk`'s) instead of ending the task. ``release_of(name)``:
+    the release a prior's fits take, ``"ssp"`` (default) or ``"bs"`` (``y^T y`` released too); the ``bs``
+    releases are drawn after the ``ssp`` ones from the replication's noise stream, so that the ``ssp``
+    releases stay those of every other study."""
     import bayes_dpreg as bd
 
     rows = []
@@ -211,12 +215,17 @@ def fit_priors(
         (X, y, s_noise), theta, _ = replicate(cell, rep, seed, data_dir)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            stats = _releases(X, y, cell["J"], cell["eps"], s_noise, {"ssp"}, cell.get("bounds", "max"))["ssp"]
+            bounds = cell.get("bounds", "max")
+            released = {"ssp": _releases(X, y, cell["J"], cell["eps"], s_noise, {"ssp"}, bounds)["ssp"]}
+            stats = released["ssp"]
             for name, prior in priors(stats, rep).items():
+                kind = "ssp" if release_of is None else release_of(name)
+                if kind not in released:
+                    released[kind] = _releases(X, y, cell["J"], cell["eps"], s_noise, {kind}, bounds)[kind]
                 for m in methods if method_of is None else method_of(name):
                     t0 = time.perf_counter()
                     try:
-                        idata = bd.fit(stats, m, prior, seed=rep)
+                        idata = bd.fit(released[kind], m, prior, seed=rep)
                     except (FloatingPointError, ValueError) as exc:
                         if not keep_errors:
                             raise

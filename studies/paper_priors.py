@@ -18,7 +18,9 @@ factors, the separation prior's correlations by name: ``eta1``, LKJ(1) (uniform;
 it was measured here), and ``eta2``, LKJ(2) (the same prior as ``default``); and ``pooled``: ``eta1``'s
 prior fitted by ``normalx-pooled`` (the parties' releases summed within groups) instead of
 ``normalx-clt`` (``--ref eta1`` pairs the pooled table with it); ``nuts``: the same, fitted by the
-exact ``normalx-nuts``. Per fit, beside the
+exact ``normalx-nuts``; ``yty``: ``eta1``'s prior and sampler on a release of ``y^T y`` too
+(``release(..., yty=True)``: one Gaussian mechanism on ``[upper(S), z, y^T y]``, its noise drawn after
+the other variants' releases from the same stream), which identifies ``sigma_y^2`` with one party. Per fit, beside the
 coverage study's columns, the posterior median of ``sigma_y^2`` (the truth is 1). Rows are
 appended to ``paper_priors_replications.csv`` as tasks finish (a rerun skips what is there); the
 summary, over every row there of the given cells and variants, per cell and variant, is
@@ -43,9 +45,10 @@ from lab.rows import append_rows, read_rows
 from lab.tasks import pending, run_tasks
 from studies import coverage as cov
 
-VARIANTS = ("default", "sigma2", "theta", "sigma_x", "all", "eta1", "eta2", "pooled", "nuts")
+VARIANTS = ("default", "sigma2", "theta", "sigma_x", "all", "eta1", "eta2", "pooled", "nuts", "yty")
 # the variants outside the paper suite: no generating prior to swap in
-ETA_VARIANTS = ("default", "eta1", "eta2", "pooled", "nuts")
+ETA_VARIANTS = ("default", "eta1", "eta2", "pooled", "nuts", "yty")
+RELEASE = {"yty": "bs"}  # the variants fitted to another release: y^T y released too (release(..., yty=True))
 METHOD = {"pooled": "normalx-pooled", "nuts": "normalx-nuts"}  # the variants not fitted by normalx-clt
 EPS5_CELLS = [f"paper-d{d}-J{J}-eps5" for d in (2, 5) for J in (1, 5, 10)]
 FIELDS = [*cov.FIELDS, "variant", "sigma2_median"]
@@ -61,7 +64,7 @@ def variant_prior(variant: str, cell: dict[str, Any], rep: int, seed: int) -> An
         return base
     if variant in ("eta1", "eta2"):  # not generating factors: the separation prior's correlations LKJ(1), LKJ(2)
         return dataclasses.replace(base, eta=float(variant[-1]))
-    if variant in ("pooled", "nuts"):  # eta1's prior, another sampler
+    if variant in ("pooled", "nuts", "yty"):  # eta1's prior, another sampler or release
         return dataclasses.replace(base, eta=1.0)
     if variant == "sigma_x":
         return cov.oracle_prior(cell, rep, seed)
@@ -77,8 +80,19 @@ def run(cell: dict[str, Any], reps: list[int], variants: tuple[str, ...], seed: 
     priors = lambda stats, rep: {v: variant_prior(v, cell, rep, seed) for v in variants}
     sigma2 = lambda idata: {"sigma2_median": float(np.median(idata.posterior["sigma2"].values))}
     method_of = lambda v: (METHOD.get(v, "normalx-clt"),)
+    release_of = lambda v: RELEASE.get(v, "ssp")
     return cov.fit_priors(
-        cell, reps, seed, data_dir, priors, (), "variant", sigma2, keep_errors=True, method_of=method_of
+        cell,
+        reps,
+        seed,
+        data_dir,
+        priors,
+        (),
+        "variant",
+        sigma2,
+        keep_errors=True,
+        method_of=method_of,
+        release_of=release_of,
     )
 
 

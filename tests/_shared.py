@@ -71,17 +71,18 @@ def assert_density_is_reference_up_to_a_constant(log_density, reference, x1, see
                                reference(x1, *args) - reference(x2, *args), rtol=rtol, atol=atol)
 
 
-def clt_sbc_pvalues(method, key, n, d=2, options=None):
+def clt_sbc_pvalues(method, key, n, d=2, options=None, sigma_u=None):
     """SBC p-values of a CLT sampler (``normalx-clt``, ``normalx-pooled``) on data from the exact
     Wishart model, ``d`` features (the likelihood with the release's diagonal noise as released or
     augmented to the orthogonal ensemble by ``d``: ``normalx_clt.exact_noise``), noise sd 200 on ``S~`` and ``z~``, under the bound ``sigma_y^2 <= 0.4``
     (13% of ``IG(3, 0.5)`` above it), as the default prior bounds it: 120 data sets, 49 draws
-    thinned by 2 after 200 warm-up iterations; ``options``: the kernel's (e.g. ``max_tree_depth``)."""
+    thinned by 2 after 200 warm-up iterations; ``options``: the kernel's (e.g. ``max_tree_depth``);
+    ``sigma_u``: ``y^T y`` released too, with noise of that sd."""
     from bayes_dpreg.model.prior import Prior
     from bayes_dpreg.posterior import sbc
 
     pr = Prior(C=0.25, a=3.0, b=0.5, Lambda=2.0, eta=1.0, sigma2_max=0.4).resolve(d, None)
-    kw = dict(replications=120, num_draws=49, thin=2, num_warmup=200, options=options)
+    kw = dict(replications=120, num_draws=49, thin=2, num_warmup=200, options=options, sigma_u=sigma_u)
     res = sbc.sbc(key, method, pr, np.asarray(n), 200.0, 200.0, **kw)
     return res.pvalues
 

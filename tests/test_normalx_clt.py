@@ -34,12 +34,14 @@ def _dense_log_lik(
     theta: np.ndarray,
     sigma2: float,
     diag_var: np.ndarray | None = None,
+    yty_var: np.ndarray | None = None,
 ):
     """The released ``[upper(S~), z~]`` as one dense Gaussian per party: ``n_j`` times the one-row
     moments of :mod:`bayes_dpreg.model.wishart_moments` (``y^2`` dropped) plus GOE noise, or with
-    ``diag_var`` noise of that variance on the diagonal of ``S~_j`` instead of GOE's ``2 s2_j``."""
+    ``diag_var`` noise of that variance on the diagonal of ``S~_j`` instead of GOE's ``2 s2_j``; with
+    ``yty_var``, ``y^T y`` released too (``W[j, d, d]``) with noise of that variance."""
     mom = ss_moments(jnp.asarray(theta), jnp.asarray(sigma2), jnp.asarray(Sigma))
-    k = mom.mean.shape[0] - 1
+    k = mom.mean.shape[0] - (1 if yty_var is None else 0)
     d = len(theta)
     iu = np.triu_indices(d)
     on_diag = np.concatenate([iu[0] == iu[1], np.zeros(d, bool)])
@@ -47,6 +49,8 @@ def _dense_log_lik(
     for j in range(len(n)):
         x = np.concatenate([W[j, :d, :d][iu], W[j, :d, d]])
         noise = np.where(on_diag, 2.0 * s2[j] if diag_var is None else diag_var[j], s2[j])
+        if yty_var is not None:
+            x, noise = np.append(x, W[j, d, d]), np.append(noise, yty_var[j])
         cov = n[j] * np.asarray(mom.cov)[:k, :k] + np.diag(noise)
         total += multivariate_normal(n[j] * np.asarray(mom.mean)[:k], cov).logpdf(x)
     return total
@@ -72,6 +76,57 @@ def test_clt_likelihood_is_the_dense_gaussian_with_the_unreleased_entry_integrat
         ours = float(_ensemble_at(jnp.asarray(Sigma), jnp.asarray(theta), jnp.asarray(sigma2), *args))
         diffs.append(_dense_log_lik(W, n, s2, Sigma, theta, sigma2) - ours)
     assert np.ptp(diffs) < 1e-8  # equal up to the dropped constant
+
+
+@jax.jit  # compiled: op by op, each operation of the likelihood compiled a program of its own
+def _observed_at(Sigma, theta, sigma2, *args):
+    return clt.clt_log_lik_observed(clt.sigma_tilde(Sigma, theta, sigma2), *args)
+
+
+def test_clt_likelihood_with_yty_released_is_the_dense_gaussian_of_every_entry():
+    """:func:`clt.clt_log_lik_observed`: ``y^T y`` (the last diagonal entry, GOE noise ``2 s2_j``)
+    enters; the dense Gaussian over ``[upper(S~), z~, y^T y]`` agrees up to a constant, and moving
+    ``y^T y`` changes the value (where :func:`clt.clt_log_lik` ignores it)."""
+    rng = np.random.default_rng(4)
+    n, s2 = np.array([50.0, 80.0]), np.array([3.0, 5.0])
+    diffs, moved = [], []
+    for seed in (1, 2, 3):
+        Sigma, theta, sigma2 = _params(seed)
+        St = np.asarray(clt.sigma_tilde(jnp.asarray(Sigma), jnp.asarray(theta), jnp.asarray(sigma2)))
+        W = n[:, None, None] * St + 3.0 * rng.standard_normal((J, D + 1, D + 1))
+        W = (W + np.swapaxes(W, -1, -2)) / 2
+        at = lambda W: float(_observed_at(*map(jnp.asarray, (Sigma, theta, sigma2, W, n, s2))))
+        diffs.append(_dense_log_lik(W, n, s2, Sigma, theta, sigma2, yty_var=2 * s2) - at(W))
+        W2 = W.copy()
+        W2[:, D, D] += 20.0
+        moved.append(at(W2) - at(W))
+    assert np.ptp(diffs) < 1e-8  # equal up to the dropped constant
+    assert min(abs(m) for m in moved) > 1e-3
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_exact_noise_likelihood_with_yty_released_is_the_dense_gaussian(d):
+    """:func:`clt.clt_log_lik_exact` given ``d + 1`` deficits: the diagonal of ``S~_j`` and ``y^T y`` with
+    their own noise variances, the dense Gaussian of every released entry in the features' axes."""
+    rng = np.random.default_rng(10 + d)
+    n, s2 = np.array([50.0, 80.0]), np.array([3.0, 5.0])
+    delta = np.column_stack([np.repeat([[4.0], [6.5]], d, 1), [2.0, 7.0]])  # the last: y^T y's
+    Q = special_ortho_group.rvs(d, random_state=rng)
+    Qt = np.eye(d + 1)
+    Qt[:d, :d] = Q
+    diffs = []
+    for seed in (1, 2, 3):
+        A = np.random.default_rng(seed).standard_normal((d, d))
+        Sigma, theta, sigma2 = A @ A.T + 0.5 * np.eye(d), rng.standard_normal(d), float(rng.uniform(0.3, 2.0))
+        St = np.asarray(clt.sigma_tilde(jnp.asarray(Sigma), jnp.asarray(theta), jnp.asarray(sigma2)))
+        W = n[:, None, None] * St + 3.0 * rng.standard_normal((J, d + 1, d + 1))
+        W = (W + np.swapaxes(W, -1, -2)) / 2
+        Wf = np.einsum("ka,jkl,lb->jab", Qt, W, Qt)
+        args = (jnp.asarray(Wf), jnp.asarray(n), jnp.asarray(s2), jnp.asarray(delta), jnp.asarray(Qt))
+        ours = float(_exact_at(jnp.asarray(Q.T @ Sigma @ Q), jnp.asarray(Q.T @ theta), jnp.asarray(sigma2), *args))
+        dense = _dense_log_lik(W, n, s2, Sigma, theta, sigma2, diag_var=2 * s2 - delta[:, 0], yty_var=2 * s2 - delta[:, d])
+        diffs.append(dense - ours)
+    assert np.ptp(diffs) < 1e-8
 
 
 @jax.jit  # compiled: op by op, each operation of the likelihood compiled a program of its own
@@ -122,7 +177,7 @@ def test_the_sampler_hands_the_exact_likelihood_the_release_as_released():
     diag = lambda M: np.diagonal(M, axis1=1, axis2=2)
     np.testing.assert_allclose(diag(W[:, :d, :d]), diag(S), rtol=1e-14)  # not augmented: the rotations' rounding
     s2 = np.maximum(sS, sz) ** 2
-    np.testing.assert_allclose(ref.delta, 2 * s2 - sS**2, rtol=1e-12)
+    np.testing.assert_allclose(ref.delta, np.repeat((2 * s2 - sS**2)[:, None], d, 1), rtol=1e-12)
     Q = np.asarray(ref.Q)
 
     @jax.jit  # compiled, as in the sampler (op by op, each operation compiled a program of its own)
@@ -174,27 +229,35 @@ def test_clt_likelihood_gradient_matches_finite_differences_near_repeated_eigenv
         assert abs(float(g[i, k] + g[k, i]) - float(fd)) < 1e-5 * max(1.0, abs(float(fd)))
 
 
-@pytest.mark.parametrize("d, parties, exact", [(3, 2, False), (6, 4, False), (1, 3, True), (4, 2, True)])
-def test_clt_likelihood_closed_form_derivative_is_reverse_mode_of_its_value(d, parties, exact):
+@pytest.mark.parametrize(
+    "d, parties, exact, observed",
+    [(3, 2, False, False), (6, 4, False, False), (1, 3, True, False), (4, 2, True, False)]
+    + [(3, 2, False, True), (1, 3, True, True), (4, 2, True, True)],
+)
+def test_clt_likelihood_closed_form_derivative_is_reverse_mode_of_its_value(d, parties, exact, observed):
     """The ``custom_jvp`` of each likelihood (:func:`clt.clt_log_lik_grads`, :func:`clt.clt_log_lik_exact_grad`)
     against JAX's reverse mode of the same value (``_clt_terms``, ``_exact_terms``), for every argument
     (the exact one's data arguments by forward mode inside its rule), in a rotated frame, and its
-    Hessian-vector product (forward over reverse, as the Laplace frame takes it) against JAX's."""
+    Hessian-vector product (forward over reverse, as the Laplace frame takes it) against JAX's; with
+    ``y^T y`` unreleased and ``observed``."""
     rng = np.random.default_rng(d)
     A = rng.normal(size=(d, d))
     St = clt.sigma_tilde(jnp.asarray(A @ A.T + np.eye(d)), jnp.asarray(rng.normal(size=d)), jnp.asarray(0.7))
     n = jnp.asarray(rng.uniform(50, 150, parties))
     s2 = jnp.asarray(rng.uniform(1, 5, parties))
     W = n[:, None, None] * St + 3 * rng.normal(size=(parties, d + 1, d + 1))
-    W = ((W + jnp.swapaxes(W, -1, -2)) / 2).at[:, d, d].set(0.0)
+    W = (W + jnp.swapaxes(W, -1, -2)) / 2
+    W = W if observed else W.at[:, d, d].set(0.0)
     args: tuple = (St, W, n, s2)
-    f, autodiff = clt.clt_log_lik, lambda *a: clt._clt_terms(*a).value
+    f = clt.clt_log_lik_observed if observed else clt.clt_log_lik
+    autodiff = lambda *a: clt._clt_terms(*a, observed).value
     if exact:
         axes = np.eye(d + 1)
         axes[:d, :d] = special_ortho_group.rvs(d, random_state=rng) if d > 1 else 1.0
-        args += (s2 * jnp.asarray(rng.uniform(0.5, 1.5, parties)), jnp.asarray(axes))
+        k = d + 1 if observed else d
+        args += (s2[:, None] * jnp.asarray(rng.uniform(0.5, 1.5, (parties, k))), jnp.asarray(axes))
         f, autodiff = clt.clt_log_lik_exact, lambda *a: clt._exact_terms(*a).value
-    sym = lambda g: (g + jnp.swapaxes(g, -1, -2)) / 2 if g.ndim >= 2 else g
+    sym = lambda g: (g + jnp.swapaxes(g, -1, -2)) / 2
     E = jnp.asarray(rng.normal(size=(d + 1, d + 1)))
     argnums = tuple(range(len(args)))
 
@@ -207,8 +270,10 @@ def test_clt_likelihood_closed_form_derivative_is_reverse_mode_of_its_value(d, p
 
     (v1, g1, h1), (v2, g2, h2) = derivatives(f), derivatives(autodiff)
     np.testing.assert_allclose(float(v1), float(v2), rtol=1e-12)
-    for ours, theirs in zip(g1 + (h1,), g2 + (h2,), strict=True):
-        ours, theirs = sym(ours), sym(theirs)
+    matrices = (True, True) + (False,) * (len(args) - 2) + (True,)  # Sigma~, W and the Hessian-vector product
+    for ours, theirs, matrix in zip(g1 + (h1,), g2 + (h2,), matrices, strict=True):
+        if matrix:
+            ours, theirs = sym(ours), sym(theirs)
         np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-11 * float(jnp.abs(theirs).max()))
     if exact:
         np.testing.assert_allclose(clt.clt_log_lik_exact_grad(*args), g1[0], rtol=1e-12, atol=1e-14)
@@ -295,6 +360,15 @@ def test_sbc_where_the_clt_holds(d):
     batches of 20): on 480 replications of another seed (``key(3)``, batches of 10) the same setting's
     p-values were 0.035-0.73, ``Sigma_x[0,1]`` 0.73, with flat rank histograms (2026-11-29)."""
     pvalues = clt_sbc_pvalues("normalx-clt", jax.random.key(7), [3000, 3000], d)
+    assert min(pvalues.values()) > 1e-3, pvalues
+
+
+@pytest.mark.parametrize("d", [clt.EXACT_NOISE_MAX_D, clt.EXACT_NOISE_MAX_D + 1])
+def test_sbc_with_yty_released(d):
+    """As :func:`test_sbc_where_the_clt_holds` with ``y_j^T y_j`` released too (noise sd 200, as
+    ``S~``'s): the likelihood that observes it (:func:`clt.clt_log_lik_observed`, and the exact-noise one
+    given its deficit) keeps the ranks uniform, ``sigma2`` included, which the release now identifies."""
+    pvalues = clt_sbc_pvalues("normalx-clt", jax.random.key(8), [3000, 3000], d, sigma_u=200.0)
     assert min(pvalues.values()) > 1e-3, pvalues
 
 

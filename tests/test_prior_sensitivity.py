@@ -128,23 +128,27 @@ def test_a_widely_spread_log_prior_that_ignores_theta_is_noise_not_sensitivity(n
     assert "do not depend on it" in prior_sensitivity_summary(noisy.posterior.attrs)
 
 
-@pytest.mark.parametrize("J", [1, 10])
-def test_one_party_leaves_sigma2_to_its_prior_and_the_fit_warns(J):
+@pytest.mark.parametrize("J, yty", [(1, False), (10, False), (1, True)])
+def test_one_party_leaves_sigma2_to_its_prior_and_the_fit_warns(J, yty):
     """With one party the release has no scatter between parties to inform sigma_y^2 (y^T y is not
     released): its posterior is its prior (sd of log sigma2 as wide), and where the release is
     precise theta's intervals scale with it: NoiseVariancePriorWarning. The same rows split among 10
-    parties inform sigma_y^2, and the fit stays quiet (the default, normalx-clt)."""
-    stats, _, _ = unit_releases(100_000, 2, J, 5.0, seed=2)
+    parties inform sigma_y^2, and the fit stays quiet (the default, normalx-clt); so does one party that
+    releases y^T y too (``release(..., yty=True)``), whose posterior of sigma_y^2 is then narrow."""
+    release = functools.partial(bd.release, yty=True) if yty else bd.release
+    stats, _, _ = unit_releases(100_000, 2, J, 5.0, seed=2, release=release)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         idata = bd.fit(stats, seed=1)
     warned = [w for w in caught if issubclass(w.category, bd.NoiseVariancePriorWarning)]
     at = idata.posterior.attrs
     assert issubclass(bd.NoiseVariancePriorWarning, bd.PriorSensitivityWarning)
-    if J == 1:
+    assert at["yty_used"] == int(yty)
+    if J == 1 and not yty:
         assert at["sigma2_prior_contraction"] > 0.9
         assert at["prior_sensitivity_sigma2"] >= 2 * max(PRIOR_SENSITIVITY_MAX, at["prior_sensitivity_sigma2_noise"])
         assert len(warned) == 1 and "with one party" in str(warned[0].message)
+        assert "release(..., yty=True)" in str(warned[0].message)
         assert "Prior(a=3, b=2 * s**2)" in str(warned[0].message)
         assert prior_sensitivity_summary(at).startswith("Prior of sigma2:")  # the report shows the first line
         assert PRIOR_SENSITIVITY_CHECK.flagged(at)
@@ -153,7 +157,7 @@ def test_one_party_leaves_sigma2_to_its_prior_and_the_fit_warns(J):
         note = next(n for n in _method_notes(idata) if n["text"].startswith("Prior of sigma2"))
         assert note["kind"] == "warn"
     else:
-        assert at["sigma2_prior_contraction"] < 0.8
+        assert at["sigma2_prior_contraction"] < (0.2 if yty else 0.8)
         assert at["prior_sensitivity_sigma2"] < PRIOR_SENSITIVITY_MAX / 2
         assert warned == [] and "Prior of sigma2" not in prior_sensitivity_summary(at)
         assert not PRIOR_SENSITIVITY_CHECK.flagged(at)

@@ -81,14 +81,25 @@ class ModelData(NamedTuple):
     sigma_z: Array  # (J,)
     y_bound: Array  # () largest declared |y| bound, for initialisation
     eig: EigenParties | None = None  # fixedS only: the fixed S_j's eigendecompositions (fixeds_data)
+    u_tilde: Array | None = None  # (J,) noisy y_j^T y_j where every party released it (release_bs), else None
+    sigma_u: Array | None = None  # (J,) its noise sd
 
 
 def model_data(st: StackedStats) -> ModelData:
     """The release as float64 device arrays (``device_put`` of NumPy arrays: ``jnp.asarray`` would
-    run a program of its own for each); ``y_bound`` a weakly typed scalar, as ``jnp.asarray`` makes it."""
+    run a program of its own for each); ``y_bound`` a weakly typed scalar, as ``jnp.asarray`` makes it.
+    ``u_tilde``, ``sigma_u``: the parties' noisy ``y^T y`` where every party released one."""
     put = lambda a: jax.device_put(np.asarray(a, np.float64))
     y_bound = jax.device_put(float(st.y_bound.max()))
-    return ModelData(put(st.S), put(st.z), put(st.n), put(st.sigma_S), put(st.sigma_z), y_bound)
+    yty = {} if st.u is None or st.sigma_u is None else {"u_tilde": put(st.u), "sigma_u": put(st.sigma_u)}
+    return ModelData(put(st.S), put(st.z), put(st.n), put(st.sigma_S), put(st.sigma_z), y_bound, **yty)
+
+
+def released_yty(data: ModelData) -> tuple[Array, Array] | None:
+    """``(u~, sigma_u)``: the parties' noisy ``y_j^T y_j`` and its noise sd, or ``None`` where not released."""
+    if data.u_tilde is None or data.sigma_u is None:
+        return None
+    return data.u_tilde, data.sigma_u
 
 
 def upper(S: Array) -> Array:

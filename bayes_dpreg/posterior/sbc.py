@@ -55,9 +55,18 @@ def _sym_noise(key: Array, J: int, d: int, dtype) -> Array:
 
 
 def simulate_from_prior(
-    key: Array, pr: ResolvedPrior, n: Array, sigma_S: Array, sigma_z: Array, fixed_S: bool = False
+    key: Array,
+    pr: ResolvedPrior,
+    n: Array,
+    sigma_S: Array,
+    sigma_z: Array,
+    fixed_S: bool = False,
+    sigma_u: Array | None = None,
 ) -> tuple[dict[str, Array], ModelData]:
-    """One draw of the parameters from the prior and of the released statistics given them."""
+    """One draw of the parameters from the prior and of the released statistics given them; with
+    ``sigma_u`` the release has ``u~_j = y_j^T y_j + sigma_u w_j`` too, ``y_j^T y_j = z_j^T S_j^{-1} z_j +
+    sigma_y^2 chi2_{n_j - d}`` (the projection of ``y_j`` on the columns of ``X_j`` and the residual's,
+    independent of ``(S_j, z_j)``)."""
     J = n.shape[0]
     d = pr.m.shape[0]
     k = jax.random.split(key, 7)
@@ -70,6 +79,11 @@ def simulate_from_prior(
     params = {"theta": theta, "sigma2": sigma2, "Sigma_x": Sigma_x, "S": S}
     eig = eigen_parties(S, z_tilde) if fixed_S else None  # what fixeds_data gives MCMC-fixedS
     data = ModelData(S_tilde, z_tilde, n.astype(S.dtype), sigma_S, sigma_z, jnp.asarray(3.0, S.dtype), eig)
+    if sigma_u is not None:
+        k_chi, k_u = jax.random.split(jax.random.fold_in(key, 1))  # the other draws as without y^T y
+        fit = (z * jnp.linalg.solve(S, z[..., None])[..., 0]).sum(-1)
+        yty = fit + sigma2 * 2.0 * jax.random.gamma(k_chi, (n - d) / 2.0, dtype=S.dtype)
+        data = data._replace(u_tilde=yty + sigma_u * jax.random.normal(k_u, (J,), S.dtype), sigma_u=sigma_u)
     return params, data
 
 
@@ -100,13 +114,20 @@ def simulate_intercept_from_prior(
 
 @functools.partial(jax.jit, static_argnums=(5, 6))
 def _simulate(
-    keys: Array, pr: ResolvedPrior, n: Array, sigma_S: Array, sigma_z: Array, intercept: bool, fixed_S: bool
+    keys: Array,
+    pr: ResolvedPrior,
+    n: Array,
+    sigma_S: Array,
+    sigma_z: Array,
+    intercept: bool,
+    fixed_S: bool,
+    sigma_u: Array | None = None,
 ) -> tuple[dict, ModelData]:
     """One replication a key, from the prior: a program compiled once per shape, not once per call."""
     if intercept:
         one = lambda k: simulate_intercept_from_prior(k, pr, n, sigma_S, sigma_z)
     else:
-        one = lambda k: simulate_from_prior(k, pr, n, sigma_S, sigma_z, fixed_S=fixed_S)
+        one = lambda k: simulate_from_prior(k, pr, n, sigma_S, sigma_z, fixed_S=fixed_S, sigma_u=sigma_u)
     return jax.vmap(one)(keys)
 
 
@@ -149,13 +170,15 @@ def sbc(
     num_warmup: int = 500,
     options: dict | None = None,
     batch: int | None = None,
+    sigma_u: float | None = None,
 ) -> SBCResult:
     """Run SBC for a registered MCMC ``method`` (``bayes_dpreg.samplers.SAMPLERS``) with kernel
     ``options`` (e.g. ``{"level_moves": False}``); one chain per replication, replications
     vmapped in batches of ``batch`` through :func:`bayes_dpreg.samplers.run_batched`. Default:
     :data:`CPU_BATCH` on a CPU backend, where vmapped NUTS chains step in lockstep and a batch waits
     for its longest trajectory, else all replications at once. The draws do not depend on it beyond
-    rounding (programs of two batch shapes may round differently, and a chain carries the difference on)."""
+    rounding (programs of two batch shapes may round differently, and a chain carries the difference on).
+    ``sigma_u``: the parties release ``y^T y`` too, with noise of that sd (``release(..., yty=True)``)."""
     sampler = get_sampler(method)
     if sampler.kernel is None or sampler.settings is None:
         raise ValueError(f"method {method!r} has no chain kernel to calibrate")
@@ -179,7 +202,8 @@ def sbc(
         keep = ("theta", "sigma2") if sampler.sbc_exact_S else ("theta", "sigma2", "Sigma_x")
         keep += () if sampler.sbc_exact_S or sampler.integrates_S else ("S",)
     keys = jax.random.split(k_sim, replications)
-    params, data = _simulate(keys, pr, n_arr, sS, sz, sampler.needs_intercept, sampler.sbc_exact_S)
+    su = None if sigma_u is None else jnp.full(J, sigma_u, jnp.float64)
+    params, data = _simulate(keys, pr, n_arr, sS, sz, sampler.needs_intercept, sampler.sbc_exact_S, su)
     if sampler.reduce_data is not None:
         data = sampler.reduce_data(data)
     prs = jax.tree.map(lambda a: jnp.broadcast_to(jnp.asarray(a), (replications,) + jnp.shape(a)), pr)

@@ -234,6 +234,7 @@ def release(
     columns: list[str] | None = None,
     progress: bool = False,
     bound_quantile: float | None = None,
+    yty: bool = False,
 ) -> NoisyStats:
     """Release ``(S~, z~)`` of one party under (epsilon, delta)-DP (replacement neighbours).
 
@@ -281,40 +282,50 @@ def release(
     ``y_bound`` then bound the *averaged* rows, which are clipped to them. (The paper's
     remark that averaged statistics keep the sensitivities of the originals holds only
     under such bounds: an averaged row of ``k`` rows bounded by ``B`` can have norm ``sqrt(k) B``.)
+
+    ``yty=True`` releases the response's sum of squares ``u~ = y^T y + sigma w`` too: one Gaussian
+    mechanism on ``[upper(S), z, y^T y]`` (the MCMC-B&S release's, :func:`release_bs`, with this
+    function's options; ``mechanism="bs"``; ``calibration`` ``"auto"`` or ``"joint"``), whose noise sd
+    is larger by the ``y_bound^4`` that ``y^T y`` adds to the squared sensitivity
+    (:func:`~bayes_dpreg.privacy.gaussian.bs_sensitivity`: 1.01, 1.11, 1.41 times the joint ``[upper(S), z]``
+    mechanism's at ``y_bound`` = 0.5, 1, 2 times ``x_bound``).
+    Without it the release leaves ``sigma_y^2`` to its prior where the ``z~_j`` of several parties
+    cannot pin it down, one party above all (``docs/prior.md``, *Noise variance left to its prior*);
+    with it the default sampler observes ``y^T y`` (:func:`~bayes_dpreg.samplers.normalx_clt.clt_log_lik_observed`).
     """
     check_privacy_parameters(epsilon, delta)
-    calibrate(epsilon, delta, x_bound, y_bound, calibration)  # every parameter checked before the data are read
+    bs_kind = _check_calibration(epsilon, delta, x_bound, y_bound, calibration, yty)  # before the data are read
     check_bound_quantile(bound_quantile)
     kind = _noise_kind(noise, seed, calibration)
     ex = _exact_release_stats(X, y, x_bound, y_bound, intercept, average_rows, columns, progress)
     if bound_quantile is not None:
         ex.meta["bound_quantile"] = float(bound_quantile)
-    cal = calibrate(epsilon, delta, ex.x_bound, y_bound, calibration, noise=kind, d=ex.d, n=ex.n)
-    release_id = secrets.token_hex(16)
-    reserve(
-        ledger,
-        "ssp",
-        name,
-        epsilon,
-        delta,
-        kind,
-        "" if seed is not None else release_id,
-        _ssp_components(cal, epsilon, delta, ex.x_bound, y_bound),
-    )
-    out = _noisy_ssp(
-        ex,
-        cal,
-        epsilon,
-        delta,
-        y_bound,
-        kind,
-        seed,
-        name,
-        release_id,
-        seed is not None,
-    )
+    if bs_kind is not None:
+        out = _noisy_bs(ex, epsilon, delta, y_bound, bs_kind, kind, seed, name, ledger)
+    else:
+        cal = calibrate(epsilon, delta, ex.x_bound, y_bound, calibration, noise=kind, d=ex.d, n=ex.n)
+        release_id = secrets.token_hex(16)
+        components = _ssp_components(cal, epsilon, delta, ex.x_bound, y_bound)
+        reserve(ledger, "ssp", name, epsilon, delta, kind, "" if seed is not None else release_id, components)
+        out = _noisy_ssp(ex, cal, epsilon, delta, y_bound, kind, seed, name, release_id, seed is not None)
     warn_if_not_private(out)
     return out
+
+
+def _check_calibration(
+    epsilon: float, delta: float, x_bound: float, y_bound: float, calibration: str, yty: bool
+) -> Literal["joint", "as_published"] | None:
+    """Every parameter of :func:`release` checked; for ``yty`` the calibration of its one mechanism."""
+    if not yty:
+        calibrate(epsilon, delta, x_bound, y_bound, calibration)  # type: ignore[arg-type]
+        return None
+    if calibration not in ("auto", "joint", "as_published"):
+        raise ValueError(
+            f"yty=True releases one Gaussian mechanism: calibration must be 'auto' or 'joint', not {calibration!r}"
+        )
+    kind: Literal["joint", "as_published"] = "as_published" if calibration == "as_published" else "joint"
+    calibrate_bs(epsilon, delta, x_bound, y_bound, kind)
+    return kind
 
 
 def _noisy_ssp(
@@ -462,10 +473,29 @@ def release_bs(
     Clipping, seeding, ``noise`` and the ``"as_published"`` warning as in :func:`release`. Its ``S~, z~``
     are a valid input to every other method too (with more noise than :func:`release`'s)."""
     check_privacy_parameters(epsilon, delta)
-    sigma = calibrate_bs(epsilon, delta, x_bound, y_bound, calibration)
+    calibrate_bs(epsilon, delta, x_bound, y_bound, calibration)  # every parameter checked before the data are read
     kind = _noise_kind(noise, seed, calibration)
     ex = _exact_release_stats(X, y, x_bound, y_bound, False, 1, columns, progress)
-    n, d = ex.n, ex.d
+    out = _noisy_bs(ex, epsilon, delta, y_bound, calibration, kind, seed, name, ledger)
+    warn_if_not_private(out)
+    return out
+
+
+def _noisy_bs(
+    ex: _Exact,
+    epsilon: float,
+    delta: float,
+    y_bound: float,
+    calibration: Literal["joint", "as_published"],
+    kind: NoiseKind,
+    seed: Any,
+    name: str,
+    ledger: PrivacyLedger | str | os.PathLike | None,
+) -> NoisyStats:
+    """``[upper(S), z, y^T y]`` of the exact statistics through one Gaussian mechanism (App. C.1, eq. 13),
+    recorded in the ledger: :func:`release_bs` and ``release(..., yty=True)``."""
+    n, d, x_bound = ex.n, ex.d, ex.x_bound
+    sigma = calibrate_bs(epsilon, delta, x_bound, y_bound, calibration)
     rng = np.random.default_rng(seed)
     if kind == "discrete":
         sigma, k = discrete_bs(epsilon, delta, x_bound, y_bound, d, n)
@@ -486,7 +516,7 @@ def release_bs(
     else:
         S_noisy, z_noisy = S + sigma * _symmetric_noise(rng, d), z + sigma * rng.standard_normal(d)
         u = float(yy + sigma * rng.standard_normal())
-    out = NoisyStats(
+    return NoisyStats(
         S=S_noisy,
         z=z_noisy,
         u=u,
@@ -504,9 +534,8 @@ def release_bs(
         neighbouring="add_remove" if calibration == "as_published" else "replace",
         mechanism="bs",
         name=name,
+        meta=ex.meta,
         release_id=release_id or _new_release_id(rng, seed, S_noisy, z_noisy),
         reproducible_seed=seed is not None,
         features=ex.features,
     )
-    warn_if_not_private(out)
-    return out

@@ -124,7 +124,8 @@ class Sampler:
     give SBC and the replication studies the bare chain; ``reduce_data``: what the kernel is given
     instead of simulated releases' model data (SBC; ``normalx-pooled``'s sums); ``sbc_exact_S``: under SBC the
     kernel is given the exact ``S_j`` (the model of the fixed-S methods); ``integrates_S``: the
-    ``S_j`` are integrated out, not drawn (no ``S`` in the draws)."""
+    ``S_j`` are integrated out, not drawn (no ``S`` in the draws); ``uses_yty``: its likelihood reads the
+    parties' noisy ``y^T y`` where every party released one (``release(..., yty=True)``, ``release_bs``)."""
 
     name: str
     label: str
@@ -146,6 +147,7 @@ class Sampler:
     settings: Callable[[dict, int, int], tuple[Any, dict]] | None = None
     sbc_exact_S: bool = False
     integrates_S: bool = False
+    uses_yty: bool = False
     options: tuple[str, ...] = field(default_factory=tuple)
 
 

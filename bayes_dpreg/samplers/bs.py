@@ -242,6 +242,7 @@ SAMPLER = Sampler(
     mechanisms=("bs",),
     centred_features=True,
     models_release_noise=True,
+    uses_yty=True,
     kernel=KERNEL,
     data=data,
     settings=settings,

@@ -34,7 +34,9 @@ this sampler has none. It rests on two facts.
   the error of the posterior mean by 5-7% where the release resolves most; its gradient is a closed
   form too, :func:`clt_log_lik_exact_grad`).
 
-``y_j^T y_j`` is not released: the Gaussian is integrated over that entry, a rank-one step.
+Where each party released ``y_j^T y_j`` too (:func:`~bayes_dpreg.release_bs`) the whole ``W~_j`` is
+observed (:func:`clt_log_lik_observed`): this is what identifies ``sigma_y^2`` with one party.
+Otherwise ``y_j^T y_j`` is not released: the Gaussian is integrated over that entry, a rank-one step.
 With ``Y = U^T (W~_j - n_j Sigma~) U`` (that entry set to its mean), ``K = 1 / t_j``,
 ``q = U^T e_{d+1}``, ``A = sum Y^2 K / 2``, ``B = q^T (Y K) q / 2``, ``P = (q^2)^T K q^2 / 2``:
 
@@ -85,7 +87,7 @@ import numpy as np
 from jax import Array, lax
 from jax.custom_derivatives import SymbolicZero
 
-from ..model.densities import ModelData, model_data, prior_dist, sigma2_of, sigma2_start
+from ..model.densities import ModelData, model_data, prior_dist, released_yty, sigma2_of, sigma2_start
 from ..model.linalg import (
     from_log_cholesky,
     log_cholesky,
@@ -117,6 +119,7 @@ __all__ = [
     "prepare",
     "clt_log_lik",
     "clt_log_lik_grads",
+    "clt_log_lik_observed",
     "clt_log_lik_exact",
     "clt_log_lik_exact_grad",
     "release_log_lik",
@@ -148,9 +151,10 @@ class CLTReference(NamedTuple):
     v0: Array  # (p,) log-Cholesky vector of the pooled estimate in the frame
     v_scale: Array  # ()
     signal: Array  # () theta^T Sigma_x theta at the pooled estimates (for theta's conditional)
-    W: Array  # (J, d + 1, d + 1) [[S~, z~], [z~^T, 0]] after augmentation (augment), in the frame
+    W: Array  # (J, d + 1, d + 1) [[S~, z~], [z~^T, u~ or 0]] after augmentation (augment), in the frame
     s2: Array  # (J,) the augmented noise's off-diagonal variance
-    delta: Array  # (J,) where the diagonal is not augmented (EXACT_NOISE_MAX_D): 2 s2 less its noise variance
+    delta: Array  # (J, k) where the diagonal is not augmented (EXACT_NOISE_MAX_D): 2 s2 less its noise variance
+    # (k = d, or d + 1 with y^T y released: _released_deficits); (J,) zeros elsewhere
     axes: Array  # (d + 1, d + 1) the frame's rotation: row k is the k-th released axis in the frame
     C_inv: Array  # (d, d) theta's prior precision in the frame
     Cm: Array  # (d,) C^{-1} m in the frame
@@ -167,7 +171,18 @@ def clt_log_lik(Sigma_t: Array, W: Array, n: Array, s2: Array) -> Array:
     Sigma~))``. Constants dropped. Its derivative is :func:`clt_log_lik_grads`' closed form (a
     ``custom_jvp``): a value and gradient take three ``J``-batched ``(d + 1)``-square products where
     reverse mode of the value takes six (``docs/results/speed/clt_gradient.md``)."""
-    return _clt_terms(Sigma_t, W, n, s2).value
+    return _clt_terms(Sigma_t, W, n, s2, False).value
+
+
+@jax.custom_jvp
+def clt_log_lik_observed(Sigma_t: Array, W: Array, n: Array, s2: Array) -> Array:
+    r""":func:`clt_log_lik` where each party released ``y_j^T y_j`` too (the last diagonal entry of
+    ``W~_j``, with the orthogonal ensemble's noise ``2 s2_j`` like the others: :func:`augment`), so
+    nothing is integrated out: ``sum_j -(A_j + log|Sigma_j|) / 2`` in the module docstring's notation.
+    The released ``y^T y`` is what identifies ``sigma_y^2`` where the ``z~_j`` cannot (one party:
+    ``docs/prior.md``, *Noise variance left to its prior*). Derivative: :func:`clt_log_lik_grads`
+    with ``observed`` (a ``custom_jvp``)."""
+    return _clt_terms(Sigma_t, W, n, s2, True).value
 
 
 class _CLTTerms(NamedTuple):
@@ -178,12 +193,15 @@ class _CLTTerms(NamedTuple):
     U: Array  # (m, m) its eigenvectors
     Yr: Array  # (J, m, m) U^T Y_j U
     K: Array  # (J, m, m) 1 / t_j
-    c: Array  # (J,) B_j / P_j
-    P: Array  # (J,)
+    c: Array  # (J,) B_j / P_j (0 where y^T y is observed)
+    P: Array  # (J,) (inf where y^T y is observed: nothing integrated out)
 
 
-def _clt_terms(Sigma_t: Array, W: Array, n: Array, s2: Array) -> _CLTTerms:
-    lam, U, Yr, K, A, log_det = _ensemble_terms(Sigma_t, W, n, s2)
+def _clt_terms(Sigma_t: Array, W: Array, n: Array, s2: Array, observed: bool) -> _CLTTerms:
+    lam, U, Yr, K, A, log_det = _ensemble_terms(Sigma_t, W, n, s2, observed)
+    if observed:
+        inf = jnp.full(A.shape, jnp.inf, A.dtype)
+        return _CLTTerms((-0.5 * (A + log_det)).sum(), lam, U, Yr, K, jnp.zeros_like(A), inf)
     q = U[-1]
     B = 0.5 * jnp.einsum("a,jab,b->j", q, Yr * K, q)
     P = 0.5 * jnp.einsum("a,jab,b->j", q**2, K, q**2)
@@ -191,14 +209,15 @@ def _clt_terms(Sigma_t: Array, W: Array, n: Array, s2: Array) -> _CLTTerms:
     return _CLTTerms(value, lam, U, Yr, K, B / P, P)
 
 
-def _ensemble_terms(Sigma_t: Array, W: Array, n: Array, s2: Array) -> tuple[Array, ...]:
+def _ensemble_terms(Sigma_t: Array, W: Array, n: Array, s2: Array, observed: bool) -> tuple[Array, ...]:
     """``(lam, U, Y~, K, A, log|Sigma|)`` per party (the log-determinant of the covariance of the released
-    entries up to a constant), the orthogonal ensemble's likelihood before the unreleased entry is
-    integrated out (module docstring)."""
+    entries up to a constant), the orthogonal ensemble's likelihood of every entry of ``W~_j``; unless
+    ``y^T y`` is ``observed`` its entry is set to its mean, to be integrated out (module docstring)."""
     last = Sigma_t.shape[-1] - 1
     lam, U = jnp.linalg.eigh(Sigma_t)
     Y = W - n[:, None, None] * Sigma_t
-    Y = Y.at[:, last, last].set(0.0)
+    if not observed:
+        Y = Y.at[:, last, last].set(0.0)
     Yr = _rotate(Y, U)
     t = n[:, None, None] * (lam[:, None] * lam[None, :]) + s2[:, None, None]
     K = 1.0 / t
@@ -208,8 +227,17 @@ def _ensemble_terms(Sigma_t: Array, W: Array, n: Array, s2: Array) -> tuple[Arra
     return lam, U, Yr, K, A, log_det
 
 
-def clt_log_lik_grads(Sigma_t: Array, W: Array, n: Array, s2: Array) -> tuple[Array, dict[str, Callable[[], Array]]]:
-    r"""``(value, grads)``: :func:`clt_log_lik` and its gradients with respect to each argument
+def _not_last(m: int, dtype: Any, observed: bool) -> Array:
+    """Ones, with the unreleased ``y^T y`` entry 0 unless it is ``observed`` (its mean then enters)."""
+    ones = jnp.ones((m, m), dtype)
+    return ones if observed else ones.at[m - 1, m - 1].set(0.0)
+
+
+def clt_log_lik_grads(
+    Sigma_t: Array, W: Array, n: Array, s2: Array, observed: bool = False
+) -> tuple[Array, dict[str, Callable[[], Array]]]:
+    r"""``(value, grads)``: :func:`clt_log_lik` (:func:`clt_log_lik_observed` with ``observed``) and its
+    gradients with respect to each argument
     (``grads[name]()``, each computed on request: only ``Sigma_t``'s is cheap, ``O(J d^3)`` with one
     batched product). With ``R_j = Y~_j - c_j q q^T`` (``Y~_j = U^T Y_j U``, ``c_j = B_j / P_j``):
 
@@ -229,8 +257,8 @@ def clt_log_lik_grads(Sigma_t: Array, W: Array, n: Array, s2: Array) -> tuple[Ar
         \quad F_{ab} = \frac{[a \ne b]}{\lambda_b - \lambda_a},
 
     the last term with its last diagonal entry set to 0 (the unreleased entry does not depend on
-    ``Sigma~``)."""
-    T = _clt_terms(Sigma_t, W, n, s2)
+    ``Sigma~``). Where ``y^T y`` is ``observed``: ``c_j = 1 / P_j = 0`` and no entry is set to 0."""
+    T = _clt_terms(Sigma_t, W, n, s2, observed)
     lam, U, Yr, K, c, P = T.lam, T.U, T.Yr, T.K, T.c, T.P
     J, m, _ = Yr.shape
     q = U[m - 1]
@@ -238,37 +266,43 @@ def clt_log_lik_grads(Sigma_t: Array, W: Array, n: Array, s2: Array) -> tuple[Ar
     R = Yr - c[:, None, None] * qq
     G = -0.5 * K * R
     H = 0.25 * K**2 * (R**2 + qq**2 / P[:, None, None]) - 0.25 * K * (1.0 + jnp.eye(m, dtype=K.dtype))
-    not_last = jnp.ones((m, m), K.dtype).at[m - 1, m - 1].set(0.0)
+    not_last = _not_last(m, K.dtype, observed)
 
     def d_sigma() -> Array:
         Kq2 = K @ q**2  # (J, m)
         dq = (c[:, None] * ((K * Yr) @ q) - (c**2 + 1.0 / P)[:, None] * q * Kq2).sum(0)
         dlam = 2.0 * jnp.einsum("j,jab,b->a", n, H, lam)
         M = 2.0 * (Yr.reshape(J * m, m).T @ G.reshape(J * m, m)) + jnp.outer(q, dq)  # Y~_j symmetric
-        return _eigen_adjoint(lam, U, M, dlam, jnp.tensordot(n, G, 1))  # tested near repeated eigenvalues
+        nG = jnp.tensordot(n, G, 1)
+        return _eigen_adjoint(lam, U, M, dlam, nG, observed)  # tested near repeated eigenvalues
 
     def d_W() -> Array:
         return _rotate(G, U.T) * not_last
 
     def d_n() -> Array:
-        Sigma_r = jnp.diag(lam) - Sigma_t[m - 1, m - 1] * qq  # U^T Sigma~ U less the unreleased entry
+        Sigma_r = jnp.diag(lam) - (1.0 - not_last[-1, -1]) * Sigma_t[m - 1, m - 1] * qq  # less the unreleased entry
         return jnp.einsum("jab,a,b->j", H, lam, lam) - jnp.einsum("jab,ab->j", G, Sigma_r)
 
     grads = {"Sigma_t": d_sigma, "W": d_W, "n": d_n, "s2": lambda: H.sum((-2, -1))}
     return T.value, grads
 
 
-def _clt_log_lik_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
-    value, grads = clt_log_lik_grads(*primals)
-    names = ("Sigma_t", "W", "n", "s2")
-    out = jnp.zeros_like(value)
-    for name, dx in zip(names, tangents, strict=True):
-        if not isinstance(dx, SymbolicZero):
-            out = out + jnp.vdot(grads[name](), dx)
-    return value, out
+def _ensemble_jvp(observed: bool) -> Callable:
+    def jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
+        Sigma_t, W, n, s2 = primals
+        value, grads = clt_log_lik_grads(Sigma_t, W, n, s2, observed)
+        names = ("Sigma_t", "W", "n", "s2")
+        out = jnp.zeros_like(value)
+        for name, dx in zip(names, tangents, strict=True):
+            if not isinstance(dx, SymbolicZero):
+                out = out + jnp.vdot(grads[name](), dx)
+        return value, out
+
+    return jvp
 
 
-clt_log_lik.defjvp(_clt_log_lik_jvp, symbolic_zeros=True)
+clt_log_lik.defjvp(_ensemble_jvp(False), symbolic_zeros=True)
+clt_log_lik_observed.defjvp(_ensemble_jvp(True), symbolic_zeros=True)
 
 
 def _rotate(Y: Array, U: Array) -> Array:
@@ -305,7 +339,13 @@ def clt_log_lik_exact(Sigma_t: Array, W: Array, n: Array, s2: Array, delta: Arra
     ``custom_jvp``; in the other arguments, data, JAX's forward mode of the value). With ``delta -> 0``
     it is :func:`clt_log_lik`. Needs
     ``delta_j > 0``: a party's ``delta_j`` is at least ``sigma_S,j^2``, which every release has
-    (``NoisyStats`` rejects ``sigma_S <= 0``)."""
+    (``NoisyStats`` rejects ``sigma_S <= 0``).
+
+    ``delta`` is ``(J,)`` (one deficit for every diagonal entry of ``S~_j``) or ``(J, k)``: ``k = d``
+    deficits, or ``k = d + 1`` where ``y_j^T y_j`` was released too (its deficit last, ``2 s2_j -
+    sigma_u,j^2``): then ``E_{d+1}`` joins the rank-``k`` update like the others and nothing is
+    integrated out, ``log p = -(A + g^T N^{-1} g) / 2 - (log|N| + log|Sigma| + sum_k log delta_k) / 2``
+    (:func:`clt_log_lik_observed`'s counterpart)."""
     return _exact_terms(Sigma_t, W, n, s2, delta, axes).value
 
 
@@ -337,23 +377,42 @@ def _exact_terms(Sigma_t: Array, W: Array, n: Array, s2: Array, delta: Array, ax
     ``<E_k, E_l>``) and the adjoints :func:`_exact_sigma_grad` needs."""
     J, m, _ = W.shape
     d = m - 1
-    lam, U, Yr, K, A, log_det = _ensemble_terms(Sigma_t, W, n, s2)
+    delta = _deficits(delta, d)
+    observed = _observes_yty(delta, W)
+    lam, U, Yr, K, A, log_det = _ensemble_terms(Sigma_t, W, n, s2, observed)
     u = axes @ U
     uYK = _by_party(u, Yr * K)  # symmetric: row k of (K_j o Y~_j) u^T
     g = 0.5 * (uYK * u[:, None, :]).sum(-1).T  # (J, m): <Y_j, E_k>
     V = (u[:, None, :] * u[None, :, :]).reshape(m * m, m)  # rows u_k o u_l
     KV = _by_party(V, K)
     G = 0.5 * (KV * V[:, None, :]).sum(-1).T.reshape(J, m, m)  # <E_k, E_l>
-    N = jnp.eye(d, dtype=K.dtype) / delta[:, None, None] - G[:, :d, :d]
+    k = delta.shape[-1]
+    N = jnp.eye(k, dtype=K.dtype) / delta[:, None, :] - G[:, :k, :k]
     N_inv, log_N = small_spd_inverse(N)
-    x = jnp.einsum("jab,jb->ja", N_inv, g[:, :d])  # N^{-1} g_d
+    x = jnp.einsum("jab,jb->ja", N_inv, g[:, :k])  # N^{-1} g_k
+    log_delta = jnp.log(delta).sum(-1)
+    if observed:  # every diagonal entry released: no P' term (dl/dg = -x, dl/dG = (N^{-1} - x x^T) / 2)
+        value = (-0.5 * (A + (g * x).sum(-1)) - 0.5 * (log_N + log_det + log_delta)).sum()
+        Gam = 0.5 * (N_inv - x[:, :, None] * x[:, None, :])
+        return _ExactTerms(value, lam, U, Yr, K, u, uYK, V, KV, -x, Gam)
     r = jnp.einsum("jab,jb->ja", N_inv, G[:, :d, d])  # N^{-1} G_dy
     P = G[:, d, d] + (G[:, d, :d] * r).sum(-1)
     B = g[:, d] + (G[:, d, :d] * x).sum(-1)
     quad = A + (g[:, :d] * x).sum(-1) - B**2 / P
-    value = (-0.5 * quad - 0.5 * (log_N + jnp.log(P) + log_det + d * jnp.log(delta))).sum()
+    value = (-0.5 * quad - 0.5 * (log_N + jnp.log(P) + log_det + log_delta)).sum()
     gamma, Gam = _exact_adjoints(x, r, B / P, 1.0 / P, N_inv)
     return _ExactTerms(value, lam, U, Yr, K, u, uYK, V, KV, gamma, Gam)
+
+
+def _observes_yty(delta: Array, W: Array) -> bool:
+    """Whether :func:`clt_log_lik_exact` is given a deficit for ``y^T y`` (it was released)."""
+    return delta.ndim == 2 and delta.shape[-1] == W.shape[-1]
+
+
+def _deficits(delta: Array, d: int) -> Array:
+    """``delta`` as ``(J, k)``: one deficit a released diagonal entry (``k = d``; ``k = d + 1`` where
+    ``y^T y`` is released, its deficit last); a ``(J,)`` vector is the same deficit on every ``S~_jkk``."""
+    return jnp.broadcast_to(delta[:, None], (delta.shape[0], d)) if delta.ndim == 1 else delta
 
 
 def _exact_adjoints(x: Array, r: Array, c: Array, iP: Array, N_inv: Array) -> tuple[Array, Array]:
@@ -383,10 +442,10 @@ def clt_log_lik_exact_grad(Sigma_t: Array, W: Array, n: Array, s2: Array, delta:
 
     ``dl/du_k = sum_j gamma_jk (K_j o Y~_j) u_k + 2 sum_l Gamma_j,kl u_l o K_j (u_k o u_l)``, and
     ``M = 2 sum_j Y~_j G_j + u^T dl/du`` in :func:`clt_log_lik_grads`' eigendecomposition adjoint."""
-    return _exact_sigma_grad(_exact_terms(Sigma_t, W, n, s2, delta, axes), n)
+    return _exact_sigma_grad(_exact_terms(Sigma_t, W, n, s2, delta, axes), n, _observes_yty(delta, W))
 
 
-def _exact_sigma_grad(T: _ExactTerms, n: Array) -> Array:
+def _exact_sigma_grad(T: _ExactTerms, n: Array, observed: bool) -> Array:
     """:func:`clt_log_lik_exact_grad`'s formula (``G`` here ``dl/dY~``, as in :func:`clt_log_lik_grads`);
     like that one, the derivative along symmetric directions of ``Sigma~`` (the sampler's)."""
     lam, U, Yr, K, u = T.lam, T.U, T.Yr, T.K, T.u
@@ -400,24 +459,25 @@ def _exact_sigma_grad(T: _ExactTerms, n: Array) -> Array:
     KV = T.KV.reshape(m, m, J, m)  # [k, l, j]: K_j (u_k o u_l)
     du = T.gamma.T[:, :, None] * T.uYK + 2.0 * jnp.einsum("jkl,lc,kljc->kjc", T.Gam, u, KV)
     M = 2.0 * (Yr.reshape(J * m, m).T @ G.reshape(J * m, m)) + u.T @ du.sum(1)
-    return _eigen_adjoint(lam, U, M, 2.0 * jnp.einsum("j,jab,b->a", n, H, lam), jnp.tensordot(n, G, 1))
+    dlam = 2.0 * jnp.einsum("j,jab,b->a", n, H, lam)
+    return _eigen_adjoint(lam, U, M, dlam, jnp.tensordot(n, G, 1), observed)
 
 
-def _eigen_adjoint(lam: Array, U: Array, M: Array, dlam: Array, nG: Array) -> Array:
+def _eigen_adjoint(lam: Array, U: Array, M: Array, dlam: Array, nG: Array, observed: bool) -> Array:
     """``dl/dSigma~`` from ``M = U^T dl/dU``, ``dl/dlambda`` and ``sum_j n_j dl/dY~_j``
     (:func:`clt_log_lik_grads`' last formula); exact away from repeated eigenvalues."""
     m = lam.shape[0]
     eye = jnp.eye(m, dtype=lam.dtype)
     F = 1.0 / (eye + lam[None, :] - lam[:, None]) - eye
-    not_last = jnp.ones((m, m), lam.dtype).at[m - 1, m - 1].set(0.0)
-    return symmetrize(U @ (F * M + jnp.diag(dlam)) @ U.T) - (U @ nG @ U.T) * not_last
+    return symmetrize(U @ (F * M + jnp.diag(dlam)) @ U.T) - (U @ nG @ U.T) * _not_last(m, lam.dtype, observed)
 
 
 def _clt_log_lik_exact_jvp(primals: tuple, tangents: tuple) -> tuple[Array, Array]:
     T = _exact_terms(*primals)
     out = jnp.zeros_like(T.value)
     if not isinstance(tangents[0], SymbolicZero):
-        out = out + jnp.vdot(_exact_sigma_grad(T, primals[2]), tangents[0])
+        observed = _observes_yty(primals[4], primals[1])
+        out = out + jnp.vdot(_exact_sigma_grad(T, primals[2], observed), tangents[0])
     if any(not isinstance(t, SymbolicZero) for t in tangents[1:]):  # data, not sampled: JAX's forward mode
         rest = tuple(jnp.zeros_like(p) if isinstance(t, SymbolicZero) else t for p, t in zip(primals[1:], tangents[1:]))
         out = out + jax.jvp(lambda *a: _exact_terms(primals[0], *a).value, primals[1:], rest)[1]
@@ -440,7 +500,7 @@ def _augment_key(data: ModelData) -> Array:
     wrapping integer sums of their bit patterns, which, unlike a floating-point sum, do not depend
     on the order a compiled program adds in."""
     key = jax.random.PRNGKey(20230725)
-    for a in (data.S_tilde, data.z_tilde, data.n):
+    for a in (data.S_tilde, data.z_tilde, data.n) + (() if data.u_tilde is None else (data.u_tilde,)):
         key = jax.random.fold_in(key, lax.bitcast_convert_type(a, jnp.uint32).sum(dtype=jnp.uint32))
     return key
 
@@ -448,11 +508,14 @@ def _augment_key(data: ModelData) -> Array:
 def augment(data: ModelData, key: Array, diagonal: bool = True) -> tuple[Array, Array]:
     """``(W~, s2)``: the release as ``(d + 1) x (d + 1)`` matrices with independent noise added so
     that their noise is the Gaussian orthogonal ensemble of off-diagonal variance
-    ``s2 = max(sigma_S^2, sigma_z^2)`` (module docstring); the last diagonal entry is 0. Without
-    ``diagonal`` the diagonal of ``S~`` is left as released (:func:`clt_log_lik_exact`)."""
+    ``s2 = max(sigma_S^2, sigma_z^2)`` (module docstring); the last diagonal entry is 0, or the
+    released ``y^T y`` (``data.u_tilde``; then ``s2`` is at least ``sigma_u^2`` too, and its noise is
+    brought to ``2 s2`` like the diagonal's). Without ``diagonal`` the diagonal of ``S~`` and ``y^T y``
+    are left as released (:func:`clt_log_lik_exact`)."""
     J, d = data.z_tilde.shape
     sS2, sz2 = data.sigma_S**2, data.sigma_z**2
-    s2 = jnp.maximum(sS2, sz2)
+    yty = released_yty(data)
+    s2 = jnp.maximum(sS2, sz2) if yty is None else jnp.maximum(jnp.maximum(sS2, sz2), yty[1] ** 2)
     k_S, k_z = jax.random.split(key)
     iu = np.triu_indices(d)
     root = lambda v: jnp.sqrt(jnp.maximum(v, 0.0))  # compiled, s2 - sS2 may round below 0
@@ -467,6 +530,10 @@ def augment(data: ModelData, key: Array, diagonal: bool = True) -> tuple[Array, 
     z = data.z_tilde + root(s2 - sz2)[:, None] * jax.random.normal(k_z, (J, d), data.z_tilde.dtype)
     W = jnp.zeros((J, d + 1, d + 1), data.S_tilde.dtype)
     W = W.at[:, :d, :d].set(data.S_tilde + E).at[:, :d, d].set(z).at[:, d, :d].set(z)
+    if yty is not None:
+        sd_u = root(2.0 * s2 - yty[1] ** 2) if diagonal else jnp.zeros_like(s2)
+        k_u = jax.random.fold_in(key, 1)  # S~'s and z~'s keys as without y^T y
+        W = W.at[:, d, d].set(yty[0] + sd_u * jax.random.normal(k_u, (J,), data.S_tilde.dtype))
     return W, s2
 
 
@@ -483,7 +550,7 @@ def reference(data: ModelData, pr: ResolvedPrior) -> CLTReference:
     lam, Q = lam[::-1], Q[:, ::-1]
     exact = exact_noise(d)
     W, s2 = augment(data, _augment_key(data), diagonal=not exact)
-    delta = 2.0 * s2 - data.sigma_S**2 if exact else jnp.zeros_like(s2)
+    delta = _released_deficits(data, s2) if exact else jnp.zeros_like(s2)
     Qt = jnp.zeros((d + 1, d + 1), W.dtype).at[:d, :d].set(Q).at[d, d].set(1.0)
     W = symmetrize(jnp.einsum("ka,jkl,lb->jab", Qt, W, Qt))
     v0 = log_cholesky(Q.T @ Sx0 @ Q)
@@ -496,6 +563,16 @@ def reference(data: ModelData, pr: ResolvedPrior) -> CLTReference:
     zero = jnp.zeros(k, W.dtype)
     T = jnp.ones(k, W.dtype) if k > DENSE_FRAME_MAX_DIM else jnp.eye(k, dtype=W.dtype)
     return CLTReference(Q, v0, jnp.sqrt(1.0 / n + noise**2), signal, W, s2, delta, Qt, C_inv, Cm, zero, T)
+
+
+def _released_deficits(data: ModelData, s2: Array) -> Array:
+    """``(J, k)``: what each released diagonal entry's noise variance falls short of the orthogonal
+    ensemble's ``2 s2``: ``2 s2 - sigma_S^2`` for the ``d`` of ``S~_j`` and, where ``y^T y`` was
+    released, ``2 s2 - sigma_u^2`` (at least ``sigma_u^2``: :func:`augment`'s ``s2``) last."""
+    d = data.z_tilde.shape[-1]
+    out = jnp.broadcast_to((2.0 * s2 - data.sigma_S**2)[:, None], (s2.shape[0], d))
+    yty = released_yty(data)
+    return out if yty is None else jnp.concatenate([out, (2.0 * s2 - yty[1] ** 2)[:, None]], -1)
 
 
 def exact_noise(d: int) -> bool:
@@ -560,9 +637,12 @@ def log_density(z: dict, data: ModelData, pr: ResolvedPrior, ref: CLTReference) 
 
 def release_log_lik(Sigma_t: Array, data: ModelData, ref: CLTReference) -> Array:
     """The release's CLT likelihood: :func:`clt_log_lik_exact` up to :data:`EXACT_NOISE_MAX_D`
-    features (:func:`exact_noise`), :func:`clt_log_lik` above."""
+    features (:func:`exact_noise`), :func:`clt_log_lik` above (:func:`clt_log_lik_observed` where
+    every party released ``y^T y``)."""
     if exact_noise(ref.W.shape[-1] - 1):
         return clt_log_lik_exact(Sigma_t, ref.W, data.n, ref.s2, ref.delta, ref.axes)
+    if data.u_tilde is not None:
+        return clt_log_lik_observed(Sigma_t, ref.W, data.n, ref.s2)
     return clt_log_lik(Sigma_t, ref.W, data.n, ref.s2)
 
 
@@ -964,5 +1044,6 @@ SAMPLER = Sampler(
     data=model_data,
     settings=settings,
     integrates_S=True,
+    uses_yty=True,
     options=NUTS_OPTIONS,
 )

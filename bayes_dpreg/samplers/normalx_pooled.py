@@ -49,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from ..model.densities import ModelData, model_data
+from ..model.densities import ModelData, model_data, released_yty
 from ..model.prior import ResolvedPrior
 from ..stats import StackedStats
 from . import normalx_clt
@@ -114,8 +114,8 @@ def groups(n: np.ndarray, sigma_S: np.ndarray, sigma_z: np.ndarray, d: int) -> l
 
 
 def pool_data(data: ModelData, parts: list[np.ndarray] | None = None) -> ModelData:
-    """The release of each group as one party's (module docstring): ``S~``, ``z~`` and ``n`` summed,
-    the noise sds ``sqrt(sum sigma_j^2)``. ``data`` may carry leading batch axes (simulated
+    """The release of each group as one party's (module docstring): ``S~``, ``z~``, ``n`` (and ``y^T y``
+    where released) summed, the noise sds ``sqrt(sum sigma_j^2)``. ``data`` may carry leading batch axes (simulated
     releases of the same sizes and noise, as SBC's); the groups are :func:`groups`' of the first
     unless ``parts`` are given."""
     if parts is None:
@@ -129,12 +129,15 @@ def pool_data(data: ModelData, parts: list[np.ndarray] | None = None) -> ModelDa
         member[g, p] = 1.0
     M = jnp.asarray(member, data.S_tilde.dtype)
     total = lambda a: jnp.einsum("gj,...j->...g", M, a)
+    yty = released_yty(data)
     return data._replace(
         S_tilde=jnp.einsum("gj,...jab->...gab", M, data.S_tilde),
         z_tilde=jnp.einsum("gj,...ja->...ga", M, data.z_tilde),
         n=total(data.n),
         sigma_S=jnp.sqrt(total(data.sigma_S**2)),
         sigma_z=jnp.sqrt(total(data.sigma_z**2)),
+        u_tilde=None if yty is None else total(yty[0]),
+        sigma_u=None if yty is None else jnp.sqrt(total(yty[1] ** 2)),
     )
 
 

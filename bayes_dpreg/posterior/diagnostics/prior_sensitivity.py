@@ -234,8 +234,9 @@ def sigma2_contraction(idata: Any) -> float | None:
     return sd(idata.posterior["sigma2"]) / prior_sd if prior_sd > 0 else None
 
 
-def noise_variance_message(attrs: Any, parties: int | None = None) -> str:
-    """The text of :class:`NoiseVariancePriorWarning` (and the CLI's and report's line) from a fit's attrs."""
+def noise_variance_message(attrs: Any, parties: int | None = None, yty_used: bool | None = None) -> str:
+    """The text of :class:`NoiseVariancePriorWarning` (and the CLI's and report's line) from a fit's attrs;
+    ``yty_used``: the fit read the parties' ``y^T y`` (default: the attrs' ``yty_used``)."""
     s, cut = float(attrs["prior_sensitivity_sigma2"]), _cutoff(attrs, "sigma2")
     c = attrs.get("sigma2_prior_contraction")
     said = (
@@ -244,6 +245,8 @@ def noise_variance_message(attrs: Any, parties: int | None = None) -> str:
         else "the release says little about sigma2"
     )
     why = "; with one party the release has no scatter between parties to inform it" if parties == 1 else ""
+    if not (attrs.get("yty_used", 0) if yty_used is None else yty_used):
+        why += " (y^T y is not released: release(..., yty=True) releases it, and the fit then reads sigma2 from it)"
     return (
         f"theta's intervals depend on the prior of the noise variance sigma2 (power-scaling sensitivity {s:.3f}, "
         f"counted from {cut:.3f}): {said}{why}, and the intervals scale with sqrt(sigma2), so they are as good as "
@@ -294,9 +297,9 @@ def check(idata: Any, st: StackedStats, sampler: Sampler, pr: Any) -> Finding | 
         attrs["sigma2_prior_contraction"] = contraction
     if sigma2_sensitive(attrs):
         parties = None if st is None else int(st.J)
-        return Finding(
-            "prior_sensitivity", False, attrs, noise_variance_message(attrs, parties), NoiseVariancePriorWarning
-        )
+        yty = st is not None and st.u is not None and sampler.uses_yty
+        message = noise_variance_message(attrs, parties, yty)
+        return Finding("prior_sensitivity", False, attrs, message, NoiseVariancePriorWarning)
     return Finding("prior_sensitivity", not sigma_x_sensitive(attrs), attrs)
 
 
