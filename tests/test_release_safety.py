@@ -307,6 +307,12 @@ def test_cli_release_names_parties_refuses_overwrite_and_offers_every_mechanism(
         assert load_stats(tmp_path / f"{mech}.json").mechanism == mech
     assert main(["release", str(csv), *args, "--intercept", "-o", str(tmp_path / "ic.json")]) == 0
     assert load_stats(tmp_path / "ic.json").d == 3
+    bs_ic = ["--mechanism", "bs", "--intercept", "--bound-quantile", "0.95", "-o", str(tmp_path / "bs_ic.json")]
+    assert main(["release", str(csv), *args, *bs_ic]) == 0  # y^T y released too: release(..., yty=True)
+    s = load_stats(tmp_path / "bs_ic.json")
+    assert (s.mechanism, s.d, s.bound_quantile, s.meta["intercept"]) == ("bs", 3, 0.95, True) and s.u is not None
+    assert main(["release", str(csv), *args, "--mechanism", "adassp", "--intercept", "-o", str(tmp_path / "x.json")]) == 2
+    assert "only available for the ssp and bs mechanisms" in capsys.readouterr().err
     with pytest.warns(SeededReleaseWarning):
         assert main(["release", str(csv), *args, "--seed", "1", "-o", str(tmp_path / "s.json")]) == 0
     ragged = tmp_path / "r.csv"

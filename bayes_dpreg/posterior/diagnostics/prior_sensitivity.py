@@ -246,7 +246,10 @@ def noise_variance_message(attrs: Any, parties: int | None = None, yty_used: boo
     )
     why = "; with one party the release has no scatter between parties to inform it" if parties == 1 else ""
     if not (attrs.get("yty_used", 0) if yty_used is None else yty_used):
-        why += " (y^T y is not released: release(..., yty=True) releases it, and the fit then reads sigma2 from it)"
+        why += (
+            " (y^T y is not released: release(..., yty=True) releases it, and the fit then reads sigma2 from it;"
+            " such fits report divergent transitions more often, docs/prior.md, *Releasing y^T y*)"
+        )
     return (
         f"theta's intervals depend on the prior of the noise variance sigma2 (power-scaling sensitivity {s:.3f}, "
         f"counted from {cut:.3f}): {said}{why}, and the intervals scale with sqrt(sigma2), so they are as good as "
