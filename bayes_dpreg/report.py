@@ -181,12 +181,17 @@ def _privacy_section(idata: az.InferenceData) -> dict:
     keys = [k for k in ("n", "epsilon", "delta", "sigma_S", "sigma_z", "x_bound", "y_bound") if k in cd]
     rows = [[p] + [_num(cd[k].values[j]) for k in keys] for j, p in enumerate(parties)]
     at = idata.posterior.attrs
+    yty = (
+        " and yⱼᵀ yⱼ + noise (one mechanism on all three; the fit read it, which identifies σ²)"
+        if at.get("yty_used")
+        else ""
+    )
     notes = [
         {
             "kind": "meta",
             "text": f"{len(parties)} parties, {int(np.sum(cd['n'].values))} rows in all; each "
-            "released its noisy S̃ⱼ = Xⱼᵀ Xⱼ + noise and z̃ⱼ = Xⱼᵀ yⱼ + noise with the Gaussian mechanism at the "
-            "(ε, δ) below, calibrated to the declared bounds ‖x‖ ≤ x_bound, |y| ≤ y_bound.",
+            f"released its noisy S̃ⱼ = Xⱼᵀ Xⱼ + noise and z̃ⱼ = Xⱼᵀ yⱼ + noise{yty} with the Gaussian mechanism at "
+            "the (ε, δ) below, calibrated to the declared bounds ‖x‖ ≤ x_bound, |y| ≤ y_bound.",
         }
     ]
     if at.get("prior_description"):

@@ -117,3 +117,17 @@ def test_the_sampler_hands_the_likelihood_yty_as_released(d):
     moved = data._replace(u_tilde=data.u_tilde + 10 * stats[0].sigma_u)
     ref2 = clt._reference_program()(moved, pr)
     assert float(clt.release_log_lik(Sigma_t, data, ref)) != pytest.approx(float(clt.release_log_lik(Sigma_t, moved, ref2)))
+
+
+@pytest.mark.filterwarnings("ignore::bayes_dpreg.ConvergenceWarning")  # short chains: what the fit read is tested
+def test_a_fit_of_a_yty_release_says_it_read_yty():
+    from bayes_dpreg.report import _privacy_section
+
+    short = dict(num_samples=100, num_warmup=100, num_chains=2, seed=0)
+    with_yty = _quiet(bd.fit, _stats(2), **short)
+    without = _quiet(bd.fit, _stats(2, yty=False), **short)
+    assert with_yty.posterior.attrs["yty_used"] == 1 and without.posterior.attrs["yty_used"] == 0
+    text = lambda idata: _privacy_section(idata)["notes"][0]["text"]
+    assert "yⱼᵀ yⱼ" in text(with_yty) and "yⱼᵀ yⱼ" not in text(without)
+    fixeds = _quiet(bd.fit, _stats(2), "fixeds", num_samples=100, seed=0)
+    assert fixeds.posterior.attrs["yty_used"] == 0  # a method that does not read it
