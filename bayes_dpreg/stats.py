@@ -103,6 +103,7 @@ def stack_stats(stats: NoisyStats | Sequence[NoisyStats]) -> StackedStats:
     """Stack validated per-party statistics into arrays with a leading party axis, with their labels."""
     stats = as_stats_list(stats)
     col = lambda name: np.array([getattr(s, name) for s in stats], dtype=np.float64)
+    yty = all(s.u is not None for s in stats)  # y^T y is read only where every party released it
     return StackedStats(
         S=np.stack([s.S for s in stats]),
         z=np.stack([s.z for s in stats]),
@@ -114,8 +115,8 @@ def stack_stats(stats: NoisyStats | Sequence[NoisyStats]) -> StackedStats:
         x_bound=col("x_bound"),
         y_bound=col("y_bound"),
         lambda_min=col("lambda_min") if all(s.lambda_min is not None for s in stats) else None,
-        u=col("u") if all(s.u is not None for s in stats) else None,
-        sigma_u=col("sigma_u") if all(s.u is not None for s in stats) else None,
+        u=col("u") if yty else None,
+        sigma_u=col("sigma_u") if yty else None,
         mechanisms=tuple(s.mechanism for s in stats),
         intercept=_intercept(stats),
         parties=party_names(stats),

@@ -206,7 +206,7 @@ def _fit_attrs(
         "epsilon_per_party": st.epsilon.tolist(),
         "delta_per_party": st.delta.tolist(),
         "J": st.J,
-        "yty_used": int(st.u is not None and sampler.uses_yty),
+        "yty_used": int(sampler.reads_yty(st)),
         "n": int(st.n.sum()),
         "n_per_party": st.n.tolist(),
         "d": st.d,

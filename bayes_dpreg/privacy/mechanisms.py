@@ -315,11 +315,11 @@ def release(
 
 
 def _check_calibration(
-    epsilon: float, delta: float, x_bound: float, y_bound: float, calibration: str, yty: bool
+    epsilon: float, delta: float, x_bound: float, y_bound: float, calibration: CalibrationKind, yty: bool
 ) -> Literal["joint", "as_published"] | None:
     """Every parameter of :func:`release` checked; for ``yty`` the calibration of its one mechanism."""
     if not yty:
-        calibrate(epsilon, delta, x_bound, y_bound, calibration)  # type: ignore[arg-type]
+        calibrate(epsilon, delta, x_bound, y_bound, calibration)
         return None
     if calibration not in ("auto", "joint", "as_published"):
         raise ValueError(

@@ -150,6 +150,11 @@ class Sampler:
     uses_yty: bool = False
     options: tuple[str, ...] = field(default_factory=tuple)
 
+    def reads_yty(self, st: Any) -> bool:
+        """Whether a fit of the stacked statistics ``st`` reads their ``y^T y``: every party released one
+        and this method's likelihood takes it (``attrs["yty_used"]``)."""
+        return self.uses_yty and st.u is not None
+
 
 Summarise = Callable[[dict, dict, Any, Any, Any, int], tuple[dict | None, dict]]
 

@@ -641,7 +641,7 @@ def release_log_lik(Sigma_t: Array, data: ModelData, ref: CLTReference) -> Array
     every party released ``y^T y``)."""
     if exact_noise(ref.W.shape[-1] - 1):
         return clt_log_lik_exact(Sigma_t, ref.W, data.n, ref.s2, ref.delta, ref.axes)
-    if data.u_tilde is not None:
+    if released_yty(data) is not None:
         return clt_log_lik_observed(Sigma_t, ref.W, data.n, ref.s2)
     return clt_log_lik(Sigma_t, ref.W, data.n, ref.s2)
 

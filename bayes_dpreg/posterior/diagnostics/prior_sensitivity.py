@@ -43,7 +43,7 @@ class PriorSensitivityWarning(UserWarning):
 
 class NoiseVariancePriorWarning(PriorSensitivityWarning):
     """``theta``'s intervals depend on the prior of ``sigma_y^2``: the release says little about the
-    noise variance (``y^T y`` is not released, so only the scatter of the parties' ``z~_j`` informs
+    noise variance (where ``y^T y`` is not released only the scatter of the parties' ``z~_j`` informs
     it; with one party nothing does), and the intervals scale with ``sqrt(sigma_y^2)``. They are as
     good as that prior."""
 
@@ -300,8 +300,7 @@ def check(idata: Any, st: StackedStats, sampler: Sampler, pr: Any) -> Finding | 
         attrs["sigma2_prior_contraction"] = contraction
     if sigma2_sensitive(attrs):
         parties = None if st is None else int(st.J)
-        yty = st is not None and st.u is not None and sampler.uses_yty
-        message = noise_variance_message(attrs, parties, yty)
+        message = noise_variance_message(attrs, parties, st is not None and sampler.reads_yty(st))
         return Finding("prior_sensitivity", False, attrs, message, NoiseVariancePriorWarning)
     return Finding("prior_sensitivity", not sigma_x_sensitive(attrs), attrs)
 
