@@ -127,6 +127,8 @@ def test_a_fit_of_a_yty_release_says_it_read_yty():
     with_yty = _quiet(bd.fit, _stats(2), **short)
     without = _quiet(bd.fit, _stats(2, yty=False), **short)
     assert with_yty.posterior.attrs["yty_used"] == 1 and without.posterior.attrs["yty_used"] == 0
+    accept = lambda idata: idata.posterior.attrs["target_accept_prob"]
+    assert accept(with_yty) == clt.TARGET_ACCEPT_YTY and accept(without) == clt.target_accept(2)  # the funnel's
     text = lambda idata: _privacy_section(idata)["notes"][0]["text"]
     assert "yⱼᵀ yⱼ" in text(with_yty) and "yⱼᵀ yⱼ" not in text(without)
     fixeds = _quiet(bd.fit, _stats(2), "fixeds", num_samples=100, seed=0)

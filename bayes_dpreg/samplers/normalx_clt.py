@@ -161,6 +161,7 @@ class CLTReference(NamedTuple):
     mode: Array  # (k,) the posterior mode of the raveled (v, b, log sigma_y^2) (0 before laplace)
     T: Array  # (k, k) T T^T = the inverse Hessian there, z = mode + T x; above DENSE_FRAME_MAX_DIM coordinates (k,),
     # the sds of that Laplace approximation, z = mode + T o x (I or 1 before laplace)
+    kappa: Array | None = None  # () where every party released y^T y: theta's added frame precision is Sigma_x / kappa
 
 
 @jax.custom_jvp
@@ -562,7 +563,16 @@ def reference(data: ModelData, pr: ResolvedPrior) -> CLTReference:
     k = frame_dim(d)
     zero = jnp.zeros(k, W.dtype)
     T = jnp.ones(k, W.dtype) if k > DENSE_FRAME_MAX_DIM else jnp.eye(k, dtype=W.dtype)
-    return CLTReference(Q, v0, jnp.sqrt(1.0 / n + noise**2), signal, W, s2, delta, Qt, C_inv, Cm, zero, T)
+    kappa = None if released_yty(data) is None else YTY_WHITENING * _yty_sd(data)
+    return CLTReference(Q, v0, jnp.sqrt(1.0 / n + noise**2), signal, W, s2, delta, Qt, C_inv, Cm, zero, T, kappa)
+
+
+def _yty_sd(data: ModelData) -> Array:
+    """The sd of the pooled ``sum_j u~_j / n`` about ``Sigma~_yy``: the Wishart's ``sqrt(2 / n)`` of it (at the
+    released value) and the release noise's."""
+    u, sigma_u = released_yty(data)  # type: ignore[misc]
+    n = data.n.sum()
+    return jnp.sqrt(2.0 * (u.sum() / n) ** 2 / n + (sigma_u**2).sum() / n**2)
 
 
 def _released_deficits(data: ModelData, s2: Array) -> Array:
@@ -607,10 +617,20 @@ def theta_conditional(Sigma: Array, sigma2: Array, ref: CLTReference, n: Array) 
     has no closed form), a change of variables: ``theta = mu + chol(P)^{-T} b`` makes ``b`` nearly
     independent of ``(Sigma_x, sigma_y^2)``, where fixing ``theta`` or ``Sigma_x theta`` would make a
     funnel of every direction the release does not resolve. One eigendecomposition of
-    ``Sigma_x`` serves every party: ``O(d^3 + J d^2)``."""
+    ``Sigma_x`` serves every party: ``O(d^3 + J d^2)``.
+
+    Where every party released ``y^T y`` (``ref.kappa``), ``P`` has ``Sigma_x / kappa`` added: the release
+    then pins ``theta^T Sigma_x theta + sigma_y^2`` (to ``sqrt(2 / n)`` of it), so along a direction of
+    ``Sigma_x`` with an unresolved eigenvalue ``lambda`` the coefficient can only take the slack of
+    ``sigma_y^2``, ``|theta_k| <~ sqrt(slack / lambda)``, a funnel in ``(log lambda, theta_k)``. The added
+    precision makes the coordinate there ``sqrt(lambda / kappa) theta_k``, on which that bound does not move
+    with ``lambda`` (:data:`YTY_WHITENING` sets ``kappa``: ``docs/samplers.md``, *With y^T y released*)."""
     lam, V = jnp.linalg.eigh(Sigma)  # M_j = V diag(n_j s lam + s2_j) V^T for every party
     g = 1.0 / ((n * (sigma2 + ref.signal))[:, None] * lam + ref.s2[:, None])  # (J, d)
-    P = ref.C_inv + (V * ((n**2)[:, None] * g).sum(0) * lam**2) @ V.T
+    data_precision = ((n**2)[:, None] * g).sum(0) * lam**2
+    if ref.kappa is not None:
+        data_precision = data_precision + lam / ref.kappa
+    P = ref.C_inv + (V * data_precision) @ V.T
     Vz = ref.W[:, :-1, -1] @ V  # (J, d): V^T z~_j
     h = ref.Cm + V @ ((n[:, None] * g * Vz).sum(0) * lam)
     Lp = jnp.linalg.cholesky(symmetrize(P))
@@ -957,19 +977,23 @@ def settings(options: dict, d: int, num_warmup: int) -> tuple[NutsSettings, dict
     return nuts_settings({**nuts_defaults(d), **options}, d, num_warmup)
 
 
-def nuts_defaults(d: int) -> dict[str, Any]:
+def nuts_defaults(d: int, yty: bool = False) -> dict[str, Any]:
     """This sampler's NUTS settings where the caller gives none, for ``fit`` (:func:`run`) and SBC
     (:func:`settings`) alike: target acceptance (:func:`target_accept`) and tree depth (:func:`max_tree_depth`)."""
-    return {"target_accept_prob": target_accept(d), "max_tree_depth": max_tree_depth(d)}
+    return {"target_accept_prob": target_accept(d, yty), "max_tree_depth": max_tree_depth(d)}
 
 
-def target_accept(d: int) -> float:
+def target_accept(d: int, yty: bool = False) -> float:
     """NUTS's default target acceptance: :data:`TARGET_ACCEPT` up to :data:`TARGET_ACCEPT_MAX_D`
     features, where 0.8 left single divergent transitions (2 of 6 seeds of a d = 2, J = 3 release,
     ``tests/test_convergence.py``; 0-15% of fits a cell in the coverage suites) and 0.9 costs 15-20%
     more time a fit (d = 5, J = 5; d = 10, J = 20); 0.8 above, where 0.9 nearly doubles the leapfrog
     steps (d = 20, J = 20: 27 against 15 an iteration) and the probes had no divergence at 0.8
-    (``docs/samplers.md``)."""
+    (``docs/samplers.md``). :data:`TARGET_ACCEPT_YTY` up to :data:`TARGET_ACCEPT_MAX_D` features where every
+    party released ``y^T y`` (``yty``): the funnel :func:`theta_conditional` describes is straightened there,
+    not removed (0.9 and 0.95 left divergent transitions in 7 and 3 times as many fits); above, not measured."""
+    if yty and d <= TARGET_ACCEPT_MAX_D:
+        return TARGET_ACCEPT_YTY
     return TARGET_ACCEPT if d <= TARGET_ACCEPT_MAX_D else TARGET_ACCEPT_LARGE_D
 
 
@@ -996,6 +1020,8 @@ MAX_TREE_DEPTH_LARGE_D = 5
 TARGET_ACCEPT = 0.9
 TARGET_ACCEPT_MAX_D = 10
 TARGET_ACCEPT_LARGE_D = 0.8
+TARGET_ACCEPT_YTY = 0.98  # y^T y released, up to TARGET_ACCEPT_MAX_D features (docs/samplers.md, *With y^T y released*)
+YTY_WHITENING = 0.05  # kappa over the sd of the pooled y^T y / n (theta_conditional; the same section)
 NUM_WARMUP = 250  # in the Laplace frame the posterior starts near N(0, I): 250 warm-up iterations gave the
 # posterior of 500 within Monte Carlo error on the coverage suites' releases (studies/warmup.py, docs/samplers.md)
 EXACT_NOISE_MAX_D = 4  # measured at d = 2-4 (docs/samplers.md); above, the augmented likelihood until measured there
@@ -1023,7 +1049,7 @@ def run(
     have run. Where the noise leaves ``sigma_y^2`` to its heavy-tailed prior, or at large d, one round
     often falls short; where NUTS mixes well one is enough."""
     description = "NUTS (NumPyro) in the Laplace frame of (Sigma_x, theta, sigma_y^2); S_j integrated out (CLT)"
-    options = {**nuts_defaults(st.d), "extend": extend_rounds(st.d), **options}
+    options = {**nuts_defaults(st.d, SAMPLER.reads_yty(st)), "extend": extend_rounds(st.d), **options}
     return run_nuts(KERNEL, description, st, pr, key, num_chains, num_samples, num_warmup, **options)
 
 
