@@ -292,8 +292,9 @@ def release(
     Without it the release leaves ``sigma_y^2`` to its prior where the ``z~_j`` of several parties
     cannot pin it down, one party above all (``docs/prior.md``, *Noise variance left to its prior*);
     with it the default sampler observes ``y^T y`` (:func:`~bayes_dpreg.samplers.normalx_clt.clt_log_lik_observed`):
-    on the paper's one-party cells the 90% intervals covered 0.88-0.94 (0.82 at d = 2, eps = 5 without it), but
-    39% of its fits on the paper's 18 cells had a divergent transition (``docs/prior.md``, *Releasing y^T y*).
+    on the paper's one-party cells the 90% intervals covered 0.88-0.93 (0.82 at d = 2, eps = 5 without it), a fit
+    took about twice as long and 3% of the fits on the paper's 18 cells had a divergent transition
+    (``docs/prior.md``, *Releasing y^T y*).
     """
     check_privacy_parameters(epsilon, delta)
     bs_kind = _check_calibration(epsilon, delta, x_bound, y_bound, calibration, yty)  # before the data are read

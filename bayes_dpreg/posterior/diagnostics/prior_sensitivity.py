@@ -248,7 +248,7 @@ def noise_variance_message(attrs: Any, parties: int | None = None, yty_used: boo
     if not (attrs.get("yty_used", 0) if yty_used is None else yty_used):
         why += (
             " (y^T y is not released: release(..., yty=True) releases it, and the fit then reads sigma2 from it;"
-            " such fits report divergent transitions more often, docs/prior.md, *Releasing y^T y*)"
+            " such fits take about twice as long, docs/prior.md, *Releasing y^T y*)"
         )
     return (
         f"theta's intervals depend on the prior of the noise variance sigma2 (power-scaling sensitivity {s:.3f}, "
