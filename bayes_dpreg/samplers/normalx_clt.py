@@ -991,7 +991,8 @@ def target_accept(d: int, yty: bool = False) -> float:
     steps (d = 20, J = 20: 27 against 15 an iteration) and the probes had no divergence at 0.8
     (``docs/samplers.md``). :data:`TARGET_ACCEPT_YTY` up to :data:`TARGET_ACCEPT_MAX_D` features where every
     party released ``y^T y`` (``yty``): the funnel :func:`theta_conditional` describes is straightened there,
-    not removed (0.9 and 0.95 left divergent transitions in 7 and 3 times as many fits); above, not measured."""
+    not removed (with it, 0.95 left divergent transitions in 3 times as many fits; 0.9 more still); above, not
+    measured."""
     if yty and d <= TARGET_ACCEPT_MAX_D:
         return TARGET_ACCEPT_YTY
     return TARGET_ACCEPT if d <= TARGET_ACCEPT_MAX_D else TARGET_ACCEPT_LARGE_D
