@@ -409,8 +409,8 @@ def test_tree_depth_is_capped_where_the_frame_is_diagonal(monkeypatch):
     seen = []
     monkeypatch.setattr(clt, "run_nuts", lambda *a, **kw: seen.append((kw["max_tree_depth"], kw["extend"])))
     for d in (23, 24):
-        clt.run(type("St", (), {"d": d})(), None, None, 4, 250, 250)
-    clt.run(type("St", (), {"d": 50})(), None, None, 4, 250, 250, max_tree_depth=7, extend=1)
+        clt.run(type("St", (), {"d": d, "u": None})(), None, None, 4, 250, 250)
+    clt.run(type("St", (), {"d": 50, "u": None})(), None, None, 4, 250, 250, max_tree_depth=7, extend=1)
     # capped, a fit may go on for two more rounds (1,500 draws of at most 31 steps a chain)
     assert seen == [(10, clt.EXTEND), (5, clt.EXTEND_LARGE_D), (7, 1)] and clt.EXTEND_LARGE_D > clt.EXTEND
 

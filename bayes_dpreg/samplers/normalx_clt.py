@@ -627,10 +627,11 @@ def theta_conditional(Sigma: Array, sigma2: Array, ref: CLTReference, n: Array) 
     with ``lambda`` (:data:`YTY_WHITENING` sets ``kappa``: ``docs/samplers.md``, *With y^T y released*)."""
     lam, V = jnp.linalg.eigh(Sigma)  # M_j = V diag(n_j s lam + s2_j) V^T for every party
     g = 1.0 / ((n * (sigma2 + ref.signal))[:, None] * lam + ref.s2[:, None])  # (J, d)
-    data_precision = ((n**2)[:, None] * g).sum(0) * lam**2
-    if ref.kappa is not None:
-        data_precision = data_precision + lam / ref.kappa
-    P = ref.C_inv + (V * data_precision) @ V.T
+    A = ((n**2)[:, None] * g).sum(0)
+    if ref.kappa is None:
+        P = ref.C_inv + (V * A * lam**2) @ V.T
+    else:
+        P = ref.C_inv + (V * (A * lam**2 + lam / ref.kappa)) @ V.T
     Vz = ref.W[:, :-1, -1] @ V  # (J, d): V^T z~_j
     h = ref.Cm + V @ ((n[:, None] * g * Vz).sum(0) * lam)
     Lp = jnp.linalg.cholesky(symmetrize(P))
