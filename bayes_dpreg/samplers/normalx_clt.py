@@ -563,15 +563,14 @@ def reference(data: ModelData, pr: ResolvedPrior) -> CLTReference:
     k = frame_dim(d)
     zero = jnp.zeros(k, W.dtype)
     T = jnp.ones(k, W.dtype) if k > DENSE_FRAME_MAX_DIM else jnp.eye(k, dtype=W.dtype)
-    kappa = None if released_yty(data) is None else YTY_WHITENING * _yty_sd(data)
+    yty = released_yty(data)
+    kappa = None if yty is None else YTY_WHITENING * _yty_sd(*yty, n)
     return CLTReference(Q, v0, jnp.sqrt(1.0 / n + noise**2), signal, W, s2, delta, Qt, C_inv, Cm, zero, T, kappa)
 
 
-def _yty_sd(data: ModelData) -> Array:
-    """The sd of the pooled ``sum_j u~_j / n`` about ``Sigma~_yy``: the Wishart's ``sqrt(2 / n)`` of it (at the
-    released value) and the release noise's."""
-    u, sigma_u = released_yty(data)  # type: ignore[misc]
-    n = data.n.sum()
+def _yty_sd(u: Array, sigma_u: Array, n: Array) -> Array:
+    """The sd of the pooled ``sum_j u~_j / n`` (``n`` the rows of all parties) about ``Sigma~_yy``: the
+    Wishart's ``sqrt(2 / n)`` of it (at the released value) and the release noise's."""
     return jnp.sqrt(2.0 * (u.sum() / n) ** 2 / n + (sigma_u**2).sum() / n**2)
 
 
