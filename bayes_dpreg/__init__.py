@@ -26,7 +26,7 @@ from .posterior.diagnostics import (
     UnresolvedDirectionWarning,
     unresolved_directions,
 )
-from .posterior.inference import METHODS, NoiseWarning, fit
+from .posterior.inference import METHODS, NoiseWarning, UnusedStatisticWarning, fit
 from .privacy import (
     FloatNoiseWarning,
     NoisyStats,
@@ -72,6 +72,7 @@ __all__ = [
     "PriorSensitivityWarning",
     "NoiseVariancePriorWarning",
     "UnresolvedDirectionWarning",
+    "UnusedStatisticWarning",
     "unresolved_directions",
     "NotPrivateWarning",
     "SeededReleaseWarning",

@@ -133,3 +133,38 @@ def test_a_fit_of_a_yty_release_says_it_read_yty():
     assert "yⱼᵀ yⱼ" in text(with_yty) and "yⱼᵀ yⱼ" not in text(without)
     fixeds = _quiet(bd.fit, _stats(2), "fixeds", num_samples=100, seed=0)
     assert fixeds.posterior.attrs["yty_used"] == 0  # a method that does not read it
+
+
+def _unused_yty_messages(stats: list, method: str | None) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bd.fit(stats, method, num_samples=50, num_warmup=50, num_chains=1, seed=0)
+    return [str(w.message) for w in caught if issubclass(w.category, bd.UnusedStatisticWarning)]
+
+
+def test_a_fit_that_leaves_a_released_yty_unread_says_why():
+    """Releasing ``y^T y`` costs privacy (``y_bound^4`` in the squared sensitivity): where the fit does not
+    read it (a method without it, a party without it, the default for small parties) ``fit`` says so."""
+    (msg,) = _unused_yty_messages(_stats(2), "fixeds")
+    assert "method 'fixeds' does not read it (normalx-clt, normalx-pooled, bs do)" in msg
+    (msg,) = _unused_yty_messages(_stats(2)[:1] + _stats(2, yty=False)[1:], "normalx-clt")
+    assert "only parties [0] of 2 released it" in msg
+    X, y = _data(n=120, d=3)
+    small = [
+        _quiet(bd.release, Xj, yj, epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0, seed=j, yty=True)
+        for j, (Xj, yj) in enumerate(bd.split_parties(X, y, 2))
+    ]
+    (msg,) = _unused_yty_messages(small, None)  # 60 rows a party: the default is normalx-nuts
+    assert "method 'normalx-nuts' does not read it" in msg and "max(100, 30 d) = 100 rows" in msg
+    assert _unused_yty_messages(_stats(2), "normalx-clt") == []
+    assert _unused_yty_messages(_stats(2, yty=False), "fixeds") == []
+
+
+def test_the_noise_variance_warning_tells_a_released_yty_from_none():
+    from bayes_dpreg.posterior.diagnostics.prior_sensitivity import noise_variance_message
+
+    attrs = {"prior_sensitivity_sigma2": 0.2, "method": "normalx-nuts"}
+    assert "y^T y is not released" in noise_variance_message(attrs)
+    released = noise_variance_message({**attrs, "yty_released": 1})
+    assert "y^T y is released, but method 'normalx-nuts' does not read it" in released
+    assert "y^T y" not in noise_variance_message({**attrs, "yty_released": 1, "yty_used": 1})

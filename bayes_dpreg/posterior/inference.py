@@ -15,6 +15,7 @@ These and the other checks are the registry :data:`~bayes_dpreg.posterior.diagno
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -37,13 +38,27 @@ from ..stats import StackedStats, as_stats_list, stack_stats
 from .diagnostics import NOISE_TO_SIGNAL_MAX, NoiseWarning, run_checks
 from .idata import build as build_idata
 
-__all__ = ["fit", "fast_sigma2", "METHODS", "resolve_prior", "NoiseWarning", "NOISE_TO_SIGNAL_MAX"]
+__all__ = [
+    "fit",
+    "fast_sigma2",
+    "METHODS",
+    "resolve_prior",
+    "NoiseWarning",
+    "NOISE_TO_SIGNAL_MAX",
+    "UnusedStatisticWarning",
+]
 
 PriorLike = Prior | ModelSpec | str | os.PathLike | None
 
 METHODS = SAMPLERS  # name -> Sampler (kept under its old name)
 
 _RELEASE_FN = {"ssp": "bayes_dpreg.release", "adassp": "bayes_dpreg.release_adassp", "bs": "bayes_dpreg.release_bs"}
+
+
+class UnusedStatisticWarning(UserWarning):
+    """The parties released a statistic the fit does not read: ``y^T y`` (``release(..., yty=True)``), which
+    adds ``y_bound^4`` to the squared sensitivity, fitted by a method that does not read it or released by
+    only some of the parties."""
 
 
 def resolve_prior(prior: PriorLike) -> Prior:
@@ -82,6 +97,30 @@ def _check_statistics(sampler: Sampler, st: StackedStats) -> None:
                 f"method {sampler.name!r} models S_j ~ Wishart(Sigma_x, n_j) and needs n_j > d + 1 = "
                 f"{st.d + 1}; parties (index, n_j) {small} are too small (use 'fixeds' or 'fast')"
             )
+
+
+def _warn_if_yty_unread(sampler: Sampler, stats: Sequence[NoisyStats], st: StackedStats) -> None:
+    """:class:`UnusedStatisticWarning` where some party released ``y^T y`` and the fit will not read it."""
+    released = [j for j, s in enumerate(stats) if s.u is not None]
+    if not released or sampler.reads_yty(st):
+        return
+    if st.u is None:
+        why = f"only parties {released} of {len(stats)} released it, and a fit reads it only where every party did"
+    else:
+        readers = [name for name, s in SAMPLERS.items() if s.uses_yty and set(st.mechanisms) <= set(s.mechanisms)]
+        why = f"method {sampler.name!r} does not read it" + (f" ({', '.join(readers)} do)" if readers else "")
+        if sampler.name == default_method(st.d, st.J, int(st.n.min())):
+            why += (
+                f"; it is the default here because some party has fewer than max(100, 30 d) = {max(100, 30 * st.d)}"
+                " rows, where normalx-clt's central limit theorem is not measured to hold (method='normalx-clt'"
+                " reads y^T y there at that risk)"
+            )
+    warnings.warn(
+        f"y^T y was released but this fit does not use it: {why}. What it says about the noise variance "
+        "sigma2 is lost, and its privacy cost was paid (docs/prior.md, *Releasing y^T y*)",
+        UnusedStatisticWarning,
+        stacklevel=2,  # fit's wrapper (runtime.entry.public) reissues it at the caller's line
+    )
 
 
 @public
@@ -140,7 +179,8 @@ def fit(
     Warns
     -----
     :class:`ConvergenceWarning` when an MCMC fit has not converged; :class:`NoiseWarning`
-    when ``fast`` or ``fixeds`` is used where the release noise matters;
+    when ``fast`` or ``fixeds`` is used where the release noise matters; :class:`UnusedStatisticWarning`
+    when some party released ``y^T y`` and the fit does not read it;
     :class:`~bayes_dpreg.privacy.gaussian.NotPrivateWarning` for statistics released with the
     authors' "as published" noise and :class:`~bayes_dpreg.privacy.SeededReleaseWarning`
     for statistics whose noise came from a caller's seed.
@@ -162,6 +202,7 @@ def fit(
     st = stack_stats(stats)
     d = st.d
     _check_statistics(sampler, st)
+    _warn_if_yty_unread(sampler, stats, st)
     names = _coef_names(coef_names, st)
     prior_obj = (
         resolve_prior(prior)
@@ -207,6 +248,7 @@ def _fit_attrs(
         "delta_per_party": st.delta.tolist(),
         "J": st.J,
         "yty_used": int(sampler.reads_yty(st)),
+        "yty_released": int(st.u is not None),
         "n": int(st.n.sum()),
         "n_per_party": st.n.tolist(),
         "d": st.d,

@@ -245,7 +245,10 @@ def noise_variance_message(attrs: Any, parties: int | None = None, yty_used: boo
         else "the release says little about sigma2"
     )
     why = "; with one party the release has no scatter between parties to inform it" if parties == 1 else ""
-    if not (attrs.get("yty_used", 0) if yty_used is None else yty_used):
+    used = attrs.get("yty_used", 0) if yty_used is None else yty_used
+    if not used and attrs.get("yty_released", 0):
+        why += f" (y^T y is released, but method {attrs.get('method', '?')!r} does not read it: normalx-clt does)"
+    elif not used:
         why += (
             " (y^T y is not released: release(..., yty=True) releases it, and the fit then reads sigma2 from it;"
             " such fits take about twice as long, docs/prior.md, *Releasing y^T y*)"
