@@ -20,42 +20,70 @@ prior fitted by ``normalx-pooled`` (the parties' releases summed within groups) 
 ``normalx-clt`` (``--ref eta1`` pairs the pooled table with it); ``nuts``: the same, fitted by the
 exact ``normalx-nuts``; ``yty``: ``eta1``'s prior and sampler on a release of ``y^T y`` too
 (``release(..., yty=True)``: one Gaussian mechanism on ``[upper(S), z, y^T y]``, its noise drawn after
-the other variants' releases from the same stream), which identifies ``sigma_y^2`` with one party. Per fit, beside the
-coverage study's columns, the posterior median of ``sigma_y^2`` (the truth is 1). Rows are
+the other variants' releases from the same stream), which identifies ``sigma_y^2`` with one party;
+``features`` (the real suite's oracle for ``Sigma_x``): ``eta1``'s prior with ``Sigma_x ~ IW`` of mean the data
+set's own ``X^T X / n`` over all its rows and ``FEATURES_DOF`` degrees of freedom beyond d + 1, nearly a point
+mass: what a fit would do if it knew the features' covariance, which a random split's parties share;
+``sigma2_a05`` and ``sigma2_b10``: ``eta1``'s prior with ``sigma_y^2 ~ IG(0.5, (y_bound/20)^2)`` (a heavier
+upper tail) and ``IG(1, (y_bound/10)^2)`` (four times the scale; the default is ``IG(1, (y_bound/20)^2)``),
+probes of the noise variance's prior where the release leaves it open. Per fit,
+beside the coverage study's columns, the posterior median of ``sigma_y^2`` (the truth is 1). Rows are
 appended to ``paper_priors_replications.csv`` as tasks finish (a rerun skips what is there); the
 summary, over every row there of the given cells and variants, per cell and variant, is
 ``paper_priors.md``. With ``--suite correlated`` or ``real`` (and ``--cells`` of that suite) only
-``default``, ``eta1``, ``eta2`` and ``pooled`` apply; in the real suite's ``matched`` cells (``theta``'s and
-``sigma_y^2``'s generating priors, the default's ``Sigma_x``) these are that cell's prior with the
-default's correlations, LKJ(1) and LKJ(2).
+``default``, ``eta1``, ``eta2``, ``pooled``, ``nuts``, ``yty`` and (real) ``features`` apply; in the real
+suite's ``matched`` cells (``theta``'s and ``sigma_y^2``'s generating priors, the default's ``Sigma_x``) these
+are that cell's prior with the default's correlations, LKJ(1) and LKJ(2).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bayes_dpreg.model.prior import prior_scales
+from bayes_dpreg.stats import stack_stats
 from lab.paths import DATA_DIR, REPO
 from lab.rows import append_rows, read_rows
 from lab.tasks import pending, run_tasks
 from studies import coverage as cov
 
-VARIANTS = ("default", "sigma2", "theta", "sigma_x", "all", "eta1", "eta2", "pooled", "nuts", "yty")
+VARIANTS = (
+    "default",
+    "sigma2",
+    "theta",
+    "sigma_x",
+    "all",
+    "eta1",
+    "eta2",
+    "pooled",
+    "nuts",
+    "yty",
+    "features",
+    "sigma2_a05",
+    "sigma2_b10",
+)
 # the variants outside the paper suite: no generating prior to swap in
-ETA_VARIANTS = ("default", "eta1", "eta2", "pooled", "nuts", "yty")
+ETA_VARIANTS = ("default", "eta1", "eta2", "pooled", "nuts", "yty", "features")
 RELEASE = {"yty": "bs"}  # the variants fitted to another release: y^T y released too (release(..., yty=True))
 METHOD = {"pooled": "normalx-pooled", "nuts": "normalx-nuts"}  # the variants not fitted by normalx-clt
 EPS5_CELLS = [f"paper-d{d}-J{J}-eps5" for d in (2, 5) for J in (1, 5, 10)]
 FIELDS = [*cov.FIELDS, "variant", "sigma2_median"]
 STUDIED_ETA = 2.0  # the default's LKJ concentration when these studies ran (bd.Prior(): 1.0 since 2026-11-28)
+# sigma_y^2 ~ IG(a, (y_bound / divisor)^2) (the default: IG(1, (y_bound / 20)^2))
+SIGMA2_PROBES = {"sigma2_a05": (0.5, 20.0), "sigma2_b10": (1.0, 10.0)}
+FEATURES_DOF = 1e4  # ``features``: the inverse Wishart's degrees of freedom beyond d + 1 (sd of an entry ~1% of it)
 
 
-def variant_prior(variant: str, cell: dict[str, Any], rep: int, seed: int) -> Any:
+def variant_prior(
+    variant: str, cell: dict[str, Any], rep: int, seed: int, data_dir: str = str(DATA_DIR), stats: Any = None
+) -> Any:
     """The default prior with the generating factor ``variant`` (module docstring). ``default`` (and the
     base of ``sigma2`` and ``theta``) is the default as these studies measured it, LKJ(2) correlations:
     the committed commands reproduce their rows, and a run that continues one pairs like with like."""
@@ -68,6 +96,14 @@ def variant_prior(variant: str, cell: dict[str, Any], rep: int, seed: int) -> An
         return dataclasses.replace(base, eta=1.0)
     if variant == "sigma_x":
         return cov.oracle_prior(cell, rep, seed)
+    if variant in SIGMA2_PROBES:  # eta1's prior with another sigma_y^2 prior, from the release's y_bound
+        a, divisor = SIGMA2_PROBES[variant]
+        y_bound = prior_scales(stack_stats(stats)).y_bound
+        return dataclasses.replace(base, eta=1.0, a=a, b=(y_bound / divisor) ** 2)
+    if variant == "features":
+        Sx = features_second_moment(cell["data"], data_dir)
+        kappa = Sx.shape[0] + 1.0 + FEATURES_DOF
+        return dataclasses.replace(base, eta=1.0, Sigma_x_prior="iw", Lambda=Sx * FEATURES_DOF, kappa=kappa)
     full = cov.matched_prior(cell, rep, seed)
     if variant == "all":
         return full
@@ -75,9 +111,17 @@ def variant_prior(variant: str, cell: dict[str, Any], rep: int, seed: int) -> An
     return dataclasses.replace(base, **{k: getattr(full, k) for k in keep})
 
 
+@functools.cache
+def features_second_moment(name: str, data_dir: str) -> np.ndarray:
+    """``X^T X / n`` over every row of real data set ``name``: the ``Sigma_x`` whose Wishart the parties'
+    ``S_j`` of a random split follow in the mean (``S_j ~ n_j`` times it up to sampling)."""
+    X = cov._real_data(name, data_dir)
+    return X.T @ X / len(X)
+
+
 def run(cell: dict[str, Any], reps: list[int], variants: tuple[str, ...], seed: int, data_dir: str) -> list[dict]:
     """:func:`studies.coverage.fit_priors` with the variants' priors and the posterior median of ``sigma_y^2``."""
-    priors = lambda stats, rep: {v: variant_prior(v, cell, rep, seed) for v in variants}
+    priors = lambda stats, rep: {v: variant_prior(v, cell, rep, seed, data_dir, stats) for v in variants}
     sigma2 = lambda idata: {"sigma2_median": float(np.median(idata.posterior["sigma2"].values))}
     method_of = lambda v: (METHOD.get(v, "normalx-clt"),)
     release_of = lambda v: RELEASE.get(v, "ssp")
@@ -184,7 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     if not_default:
         ap.error(f"cells fitted with a prior other than the default: {not_default}")
     if args.suite != "paper" and not eta_only:
-        ap.error("outside the paper suite only the variants default, eta1, eta2 and pooled (no generating prior)")
+        ap.error(f"outside the paper suite only the variants {', '.join(ETA_VARIANTS)} (no generating prior)")
+    if "features" in args.variants and args.suite != "real":
+        ap.error("the variant features is the real suite's (the features' own second moment as Sigma_x)")
     variants = tuple(args.variants)
     if args.ref is not None and args.ref not in variants:
         ap.error(f"--ref {args.ref} is not among --variants {list(variants)}")
