@@ -31,9 +31,10 @@ beside the coverage study's columns, the posterior median of ``sigma_y^2`` (the 
 appended to ``paper_priors_replications.csv`` as tasks finish (a rerun skips what is there); the
 summary, over every row there of the given cells and variants, per cell and variant, is
 ``paper_priors.md``. With ``--suite correlated`` or ``real`` (and ``--cells`` of that suite) only
-``default``, ``eta1``, ``eta2``, ``pooled``, ``nuts``, ``yty`` and (real) ``features`` apply; in the real
-suite's ``matched`` cells (``theta``'s and ``sigma_y^2``'s generating priors, the default's ``Sigma_x``) these
-are that cell's prior with the default's correlations, LKJ(1) and LKJ(2).
+``default``, ``eta1``, ``eta2``, ``pooled``, ``nuts``, ``yty``, the sigma2 probes and (real) ``features``
+apply; in the real suite's ``matched`` cells (``theta``'s and ``sigma_y^2``'s generating priors, the default's
+``Sigma_x``) these are that cell's prior with the default's correlations, LKJ(1) and LKJ(2) (not the sigma2
+probes, which replace that cell's prior of ``sigma_y^2``).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ VARIANTS = (
     "sigma2_b10",
 )
 # the variants outside the paper suite: no generating prior to swap in
-ETA_VARIANTS = ("default", "eta1", "eta2", "pooled", "nuts", "yty", "features")
+ETA_VARIANTS = ("default", "eta1", "eta2", "pooled", "nuts", "yty", "features", "sigma2_a05", "sigma2_b10")
 RELEASE = {"yty": "bs"}  # the variants fitted to another release: y^T y released too (release(..., yty=True))
 METHOD = {"pooled": "normalx-pooled", "nuts": "normalx-nuts"}  # the variants not fitted by normalx-clt
 EPS5_CELLS = [f"paper-d{d}-J{J}-eps5" for d in (2, 5) for J in (1, 5, 10)]
@@ -229,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"cells fitted with a prior other than the default: {not_default}")
     if args.suite != "paper" and not eta_only:
         ap.error(f"outside the paper suite only the variants {', '.join(ETA_VARIANTS)} (no generating prior)")
+    given = [c for c in args.cells if by_id[c].get("prior", "default") != "default"]
+    if given and set(args.variants) & set(SIGMA2_PROBES):
+        ap.error(f"the sigma2 probes replace the default's sigma_y^2 prior; these cells have another: {given}")
     if "features" in args.variants and args.suite != "real":
         ap.error("the variant features is the real suite's (the features' own second moment as Sigma_x)")
     variants = tuple(args.variants)
