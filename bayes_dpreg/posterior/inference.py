@@ -74,8 +74,8 @@ def resolve_prior(prior: PriorLike) -> Prior:
     raise TypeError(f"prior must be a Prior, a ModelSpec or a TOML path, got {type(prior).__name__}")
 
 
-def _check_statistics(sampler: Sampler, st: StackedStats) -> None:
-    """Reject statistics the sampler cannot use."""
+def _check_statistics(sampler: Sampler, st: StackedStats, stats: Sequence[NoisyStats]) -> None:
+    """Reject statistics the sampler cannot use; warn where it leaves a released ``y^T y`` unread."""
     wrong = [j for j, m in enumerate(st.mechanisms) if m not in sampler.mechanisms]
     if wrong:
         mech = sampler.mechanisms[0]
@@ -97,6 +97,7 @@ def _check_statistics(sampler: Sampler, st: StackedStats) -> None:
                 f"method {sampler.name!r} models S_j ~ Wishart(Sigma_x, n_j) and needs n_j > d + 1 = "
                 f"{st.d + 1}; parties (index, n_j) {small} are too small (use 'fixeds' or 'fast')"
             )
+    _warn_if_yty_unread(sampler, stats, st)
 
 
 def _warn_if_yty_unread(sampler: Sampler, stats: Sequence[NoisyStats], st: StackedStats) -> None:
@@ -178,12 +179,11 @@ def fit(
 
     Warns
     -----
-    :class:`ConvergenceWarning` when an MCMC fit has not converged; :class:`NoiseWarning`
-    when ``fast`` or ``fixeds`` is used where the release noise matters; :class:`UnusedStatisticWarning`
-    when some party released ``y^T y`` and the fit does not read it;
-    :class:`~bayes_dpreg.privacy.gaussian.NotPrivateWarning` for statistics released with the
-    authors' "as published" noise and :class:`~bayes_dpreg.privacy.SeededReleaseWarning`
-    for statistics whose noise came from a caller's seed.
+    :class:`ConvergenceWarning` when an MCMC fit has not converged; :class:`NoiseWarning` when ``fast`` or
+    ``fixeds`` is used where the release noise matters; :class:`UnusedStatisticWarning` when some party
+    released ``y^T y`` and the fit does not read it; :class:`~bayes_dpreg.privacy.gaussian.NotPrivateWarning`
+    for statistics released with the authors' "as published" noise and
+    :class:`~bayes_dpreg.privacy.SeededReleaseWarning` for statistics whose noise came from a caller's seed.
 
     Raises
     ------
@@ -201,8 +201,7 @@ def fit(
     num_warmup = positive_int("num_warmup", sampler.num_warmup if num_warmup is None else num_warmup, 0)
     st = stack_stats(stats)
     d = st.d
-    _check_statistics(sampler, st)
-    _warn_if_yty_unread(sampler, stats, st)
+    _check_statistics(sampler, st, stats)
     names = _coef_names(coef_names, st)
     prior_obj = (
         resolve_prior(prior)
