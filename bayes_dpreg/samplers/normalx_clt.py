@@ -627,6 +627,8 @@ def theta_conditional(Sigma: Array, sigma2: Array, ref: CLTReference, n: Array) 
     lam, V = jnp.linalg.eigh(Sigma)  # M_j = V diag(n_j s lam + s2_j) V^T for every party
     g = 1.0 / ((n * (sigma2 + ref.signal))[:, None] * lam + ref.s2[:, None])  # (J, d)
     A = ((n**2)[:, None] * g).sum(0)
+    # two products, not one with kappa's term optional: without y^T y the default keeps the order its draws
+    # were measured in; summing first moves NUTS's draws in their last digits (21812cb)
     if ref.kappa is None:
         P = ref.C_inv + (V * A * lam**2) @ V.T
     else:
