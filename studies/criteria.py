@@ -2,6 +2,7 @@
 
     python -m studies.criteria [--dir DIR [DIR ...]] [--ref-dir docs/results/coverage]
                                [--default normalx-clt] [--summary] [--since COMMIT] [--variant NAME]
+                               [--oracle-variant NAME]
 
 Reads the per-replication rows ``{suite}_replications.csv`` of ``studies/coverage.py`` for the
 ``correlated``, ``paper``, ``small`` and ``real`` suites from ``--dir`` (the default method's rows,
@@ -19,7 +20,9 @@ transition <= 5%; fits with R-hat > 1.01 <= 2%; at least 100 replications.
 (``paper_priors_replications.csv``), the default method's rows fitted with that prior variant
 (``eta1``: the separation prior with LKJ(1) correlations, the default since it was measured there),
 and, as the oracle's (``oracle-clt``), its rows of the variant ``sigma_x`` (the generating ``Sigma_x``
-prior, :data:`ORACLE_VARIANT`) where it has them.
+prior, :data:`ORACLE_VARIANT`) where it has them, or of ``--oracle-variant NAME`` (``sigma_x_b10``: the
+generating ``Sigma_x`` prior with the default's ``sigma_y^2`` prior since 2026-12-06, for ``--variant
+sigma2_b10``).
 
 ``--since COMMIT`` reads only the default method's rows added after ``COMMIT`` (those its CSV files
 did not hold then): the replications a later version of the sampler made, where the CSV files
@@ -34,6 +37,7 @@ import io
 import math
 import subprocess
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -48,6 +52,22 @@ MAX_DIVERGENT, MAX_RHAT = 0.05, 0.02  # fractions of fits
 MIN_REPS = 100
 ORACLES = {"normalx-clt": ("oracle-clt", "oracle"), "normalx-nuts": ("oracle",)}
 ORACLE_VARIANT = "sigma_x"  # studies.paper_priors' variant with the generating Sigma_x prior: the oracle
+
+
+class Variant(NamedTuple):
+    """Which rows of a ``studies.paper_priors`` directory are the default's (``--variant``): those of the
+    prior variant ``name``, or ``own`` in the cells fitted with a prior of their own (:func:`own_prior`;
+    ``None``: ``name`` there too), and whose are the oracle's: those of ``oracle``."""
+
+    name: str
+    oracle: str = ORACLE_VARIANT
+    own: str | None = None
+
+    def flags(self) -> str:
+        """The command-line flags that select these rows."""
+        out = f" --variant {self.name}"
+        out += f" --oracle-variant {self.oracle}" if self.oracle != ORACLE_VARIANT else ""
+        return out + (f" --own-prior-variant {self.own}" if self.own else "")
 
 
 def _by_rep(rows: list[dict], method: str) -> dict[tuple[str, int], dict]:
@@ -71,26 +91,39 @@ def rows_at(path: Path, commit: str) -> list[dict]:
     return list(csv.DictReader(io.StringIO(out.stdout))) if out.returncode == 0 else []
 
 
-def _sources(suite: str, dirs: list[Path], ref_dir: Path, variant: str | None = None) -> list[tuple[Path, list[dict]]]:
+def _sources(
+    suite: str,
+    dirs: list[Path],
+    ref_dir: Path,
+    variant: str | Variant | None = None,
+) -> list[tuple[Path, list[dict]]]:
     """``(csv path, rows)`` of ``suite`` in ``dirs`` and then ``ref_dir``, in that order of precedence.
-    With ``variant``, a directory of ``studies.paper_priors`` (``paper_priors_replications.csv``) gives
-    its rows of that prior variant (of this suite's cells) instead, and its :data:`ORACLE_VARIANT` rows
-    as the oracle's (method ``oracle-clt``)."""
+    With ``variant`` (:class:`Variant`; a name: ``Variant(name)``), a directory of ``studies.paper_priors``
+    (``paper_priors_replications.csv``) gives its rows of that prior variant (of this suite's cells) instead,
+    in the cells fitted with a prior of their own (:func:`own_prior`) those of ``variant.own`` where given, and
+    its rows of ``variant.oracle`` as the oracle's (method ``oracle-clt``)."""
     paths = [d / f"{suite}_replications.csv" for d in dirs]
     ref = ref_dir / f"{suite}_replications.csv"
     if ref.resolve() not in [p.resolve() for p in paths]:
         paths.append(ref)
-    ids = {c["id"] for c in cells(suite)}
+    v = Variant(variant) if isinstance(variant, str) else variant
+    read = {c["id"]: v.own if v.own is not None and own_prior(c) else v.name for c in cells(suite)} if v else {}
     out = []
     for p in paths:
         pp = p.parent / "paper_priors_replications.csv"
-        if variant is not None and p.parent in dirs and pp.exists():
-            rows = [r for r in read_rows(pp) if r["cell"] in ids]
-            oracle = [r | {"method": "oracle-clt"} for r in rows if r.get("variant") == ORACLE_VARIANT]
-            out.append((pp, [r for r in rows if r.get("variant") == variant] + oracle))
+        if v is not None and p.parent in dirs and pp.exists():
+            rows = [r for r in read_rows(pp) if r["cell"] in read]
+            oracles = [r | {"method": "oracle-clt"} for r in rows if r.get("variant") == v.oracle]
+            out.append((pp, [r for r in rows if r.get("variant") == read[r["cell"]]] + oracles))
         else:
             out.append((p, read_rows(p)))
     return out
+
+
+def own_prior(cell: dict) -> bool:
+    """Whether ``cell``'s fits are given a prior of its own, not the default (the small suite's generating
+    prior, the real suite's matched cells'), so that a change of the default's ``sigma_y^2`` prior leaves them."""
+    return cell["suite"] == "small" or cell.get("prior", "default") != "default"
 
 
 def _as_list(dirs: Path | list[Path]) -> list[Path]:
@@ -112,14 +145,15 @@ def cell_rows(
     ref_dir: Path,
     default: str,
     since: str | None = None,
-    variant: str | None = None,
+    variant: str | Variant | None = None,
 ) -> list[dict]:
     """One dict per cell of ``suite``: the default's coverage and the criteria that fail. Each cell's
     rows come from the first of ``dirs`` that has the default's rows of it (with ``since``, those added
     after that commit); its reference (``fixeds``, the oracle) from the same directory if it has one,
     else the first other source (``dirs``, then ``ref_dir``) that has, except in cells with private
     quantile bounds, whose releases no seed reproduces, so only rows of the same run pair. With
-    ``variant``, the prior variant's rows of ``studies.paper_priors`` directories (:func:`_sources`)."""
+    ``variant``, the prior variant's rows of ``studies.paper_priors`` directories and ``oracle``'s as the
+    oracle's (:func:`_sources`)."""
     if since is not None and variant is not None:
         raise ValueError("--since and --variant do not combine")
     sources = _sources(suite, _as_list(dirs), ref_dir, variant)
@@ -188,7 +222,11 @@ def cell_rows(
 
 
 def table(
-    dirs: Path | list[Path], ref_dir: Path, default: str, since: str | None = None, variant: str | None = None
+    dirs: Path | list[Path],
+    ref_dir: Path,
+    default: str,
+    since: str | None = None,
+    variant: str | Variant | None = None,
 ) -> str:
     dirs = _as_list(dirs)
     many = len(dirs) > 1
@@ -209,7 +247,11 @@ def table(
 
 
 def summary(
-    dirs: Path | list[Path], ref_dir: Path, default: str, since: str | None = None, variant: str | None = None
+    dirs: Path | list[Path],
+    ref_dir: Path,
+    default: str,
+    since: str | None = None,
+    variant: str | Variant | None = None,
 ) -> str:
     """Per suite: ranges over cells, and the cells that miss a coverage criterion (the README's table)."""
     lines = [
@@ -232,7 +274,7 @@ def summary(
     return "\n".join(lines)
 
 
-def header(dirs: list[Path], ref_dir: Path, default: str, variant: str | None = None) -> str:
+def header(dirs: list[Path], ref_dir: Path, default: str, variant: Variant | None = None) -> str:
     rel = lambda p: p.resolve().relative_to(REPO) if p.resolve().is_relative_to(REPO) else p
     many = (
         " Each cell's rows come from the first directory of `--dir` that has them (column `rows`)."
@@ -242,7 +284,7 @@ def header(dirs: list[Path], ref_dir: Path, default: str, variant: str | None = 
     return (
         f"# `{default}` against issue 31's criteria, cell by cell\n\n"
         f"command: `python -m studies.criteria --dir {' '.join(str(rel(d)) for d in dirs)} --ref-dir {rel(ref_dir)} "
-        f"--default {default}" + (f" --variant {variant}" if variant else "") + "`\n\n"
+        f"--default {default}" + (variant.flags() if variant else "") + "`\n\n"
         f"Per cell: 90% coverage >= {MIN_90} and 50% >= {MIN_50} (and 90% <= {MAX_90_MATCHED} where the truth is "
         f"drawn from the fit's prior: `small`, `-matched-`); RMSE of the posterior mean <= {MAX_ORACLE} times the "
         f"oracle's (simulated cells; the same sampler given the generating `Sigma_x` prior) or <= {MAX_FIXEDS} "
@@ -268,13 +310,24 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--variant", default=None, help="in studies.paper_priors directories, the rows of this prior variant"
     )
+    ap.add_argument(
+        "--oracle-variant",
+        default=ORACLE_VARIANT,
+        help="with --variant, the prior variant whose rows are the oracle's (default: sigma_x)",
+    )
+    ap.add_argument(
+        "--own-prior-variant",
+        default=None,
+        help="with --variant, the variant read instead in the cells fitted with a prior of their own (small, matched)",
+    )
     args = ap.parse_args(argv)
     d, r = [Path(x) for x in args.dir], Path(args.ref_dir)
+    v = Variant(args.variant, args.oracle_variant, args.own_prior_variant) if args.variant else None
     if args.summary:
-        print(summary(d, r, args.default, args.since, args.variant))
+        print(summary(d, r, args.default, args.since, v))
         return
-    print(header(d, r, args.default, args.variant))
-    print(table(d, r, args.default, args.since, args.variant))
+    print(header(d, r, args.default, v))
+    print(table(d, r, args.default, args.since, v))
 
 
 if __name__ == "__main__":

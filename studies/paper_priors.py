@@ -25,16 +25,20 @@ the other variants' releases from the same stream), which identifies ``sigma_y^2
 set's own ``X^T X / n`` over all its rows and ``FEATURES_DOF`` degrees of freedom beyond d + 1, nearly a point
 mass: what a fit would do if it knew the features' covariance, which a random split's parties share;
 ``sigma2_a05`` and ``sigma2_b10``: ``eta1``'s prior with ``sigma_y^2 ~ IG(0.5, (y_bound/20)^2)`` (a heavier
-upper tail) and ``IG(1, (y_bound/10)^2)`` (four times the scale; the default is ``IG(1, (y_bound/20)^2)``),
-probes of the noise variance's prior where the release leaves it open. Per fit,
+upper tail) and ``IG(1, (y_bound/10)^2)`` (four times the scale), probes of the noise variance's prior where
+the release leaves it open; ``sigma2_b10`` is the default since 2026-12-06 (``bd.Prior()``: LKJ(1) and
+``IG(1, (y_bound/10)^2)``), and ``sigma_x_b10`` is its oracle: ``sigma_x`` with that ``sigma_y^2`` prior. Every
+other variant keeps ``sigma_y^2 ~ IG(1, (y_bound/20)^2)`` where the cell's prior leaves ``b = "auto"``, the
+default when they were measured (``STUDIED_SIGMA2_DIVISOR``). Per fit,
 beside the coverage study's columns, the posterior median of ``sigma_y^2`` (the truth is 1). Rows are
 appended to ``paper_priors_replications.csv`` as tasks finish (a rerun skips what is there); the
 summary, over every row there of the given cells and variants, per cell and variant, is
 ``paper_priors.md``. With ``--suite correlated`` or ``real`` (and ``--cells`` of that suite) only
-``default``, ``eta1``, ``eta2``, ``pooled``, ``nuts``, ``yty``, the sigma2 probes and (real) ``features``
-apply; in the real suite's ``matched`` cells (``theta``'s and ``sigma_y^2``'s generating priors, the default's
-``Sigma_x``) these are that cell's prior with the default's correlations, LKJ(1) and LKJ(2) (not the sigma2
-probes, which replace that cell's prior of ``sigma_y^2``).
+``default``, ``eta1``, ``eta2``, ``pooled``, ``nuts``, ``yty``, the sigma2 probes, (real) ``features`` and
+(correlated) the oracles ``sigma_x`` and ``sigma_x_b10`` apply; in the real suite's ``matched`` cells
+(``theta``'s and ``sigma_y^2``'s generating priors, the default's ``Sigma_x``) these are that cell's prior with
+the default's correlations, LKJ(1) and LKJ(2) (not the sigma2 probes, which replace that cell's prior of
+``sigma_y^2``).
 """
 
 from __future__ import annotations
@@ -69,15 +73,19 @@ VARIANTS = (
     "features",
     "sigma2_a05",
     "sigma2_b10",
+    "sigma_x_b10",
 )
 # the variants outside the paper suite: no generating prior to swap in
 ETA_VARIANTS = ("default", "eta1", "eta2", "pooled", "nuts", "yty", "features", "sigma2_a05", "sigma2_b10")
+ORACLE_VARIANTS = ("sigma_x", "sigma_x_b10")  # the generating Sigma_x prior: paper and correlated cells
 RELEASE = {"yty": "bs"}  # the variants fitted to another release: y^T y released too (release(..., yty=True))
 METHOD = {"pooled": "normalx-pooled", "nuts": "normalx-nuts"}  # the variants not fitted by normalx-clt
 EPS5_CELLS = [f"paper-d{d}-J{J}-eps5" for d in (2, 5) for J in (1, 5, 10)]
 FIELDS = [*cov.FIELDS, "variant", "sigma2_median"]
 STUDIED_ETA = 2.0  # the default's LKJ concentration when these studies ran (bd.Prior(): 1.0 since 2026-11-28)
-# sigma_y^2 ~ IG(a, (y_bound / divisor)^2) (the default: IG(1, (y_bound / 20)^2))
+# sigma_y^2 ~ IG(1, (y_bound / divisor)^2) with b = "auto" when these studies ran (bd.Prior(): 10 since 2026-12-06)
+STUDIED_SIGMA2_DIVISOR = 20.0
+# sigma_y^2 ~ IG(a, (y_bound / divisor)^2); sigma2_b10 is the default since 2026-12-06
 SIGMA2_PROBES = {"sigma2_a05": (0.5, 20.0), "sigma2_b10": (1.0, 10.0)}
 FEATURES_DOF = 1e4  # ``features``: the inverse Wishart's degrees of freedom beyond d + 1 (sd of an entry ~1% of it)
 
@@ -86,30 +94,44 @@ def variant_prior(
     variant: str, cell: dict[str, Any], rep: int, seed: int, data_dir: str = str(DATA_DIR), stats: Any = None
 ) -> Any:
     """The default prior with the generating factor ``variant`` (module docstring). ``default`` (and the
-    base of ``sigma2`` and ``theta``) is the default as these studies measured it, LKJ(2) correlations:
-    the committed commands reproduce their rows, and a run that continues one pairs like with like."""
+    base of ``sigma2`` and ``theta``) is the default as these studies measured it, LKJ(2) correlations
+    and ``sigma_y^2 ~ IG(1, (y_bound / 20)^2)`` (:data:`STUDIED_SIGMA2_DIVISOR`), and every variant not
+    named for its ``sigma_y^2`` prior keeps that scale: the committed commands reproduce their rows, and a
+    run that continues one pairs like with like. ``stats``: the release, whose ``y_bound`` sets that scale."""
     base = dataclasses.replace(cov.cell_prior(cell), eta=STUDIED_ETA)
     if variant == "default":
-        return base
+        return _sigma2_scaled(base, stats)
     if variant in ("eta1", "eta2"):  # not generating factors: the separation prior's correlations LKJ(1), LKJ(2)
-        return dataclasses.replace(base, eta=float(variant[-1]))
+        return _sigma2_scaled(dataclasses.replace(base, eta=float(variant[-1])), stats)
     if variant in ("pooled", "nuts", "yty"):  # eta1's prior, another sampler or release
-        return dataclasses.replace(base, eta=1.0)
-    if variant == "sigma_x":
-        return cov.oracle_prior(cell, rep, seed)
+        return _sigma2_scaled(dataclasses.replace(base, eta=1.0), stats)
+    if variant in ORACLE_VARIANTS:  # the generating Sigma_x prior, sigma_y^2's as studied or the default since
+        divisor = SIGMA2_PROBES["sigma2_b10"][1] if variant == "sigma_x_b10" else STUDIED_SIGMA2_DIVISOR
+        return _sigma2_scaled(cov.oracle_prior(cell, rep, seed), stats, divisor)
     if variant in SIGMA2_PROBES:  # eta1's prior with another sigma_y^2 prior, from the release's y_bound
         a, divisor = SIGMA2_PROBES[variant]
-        y_bound = prior_scales(stack_stats(stats)).y_bound
-        return dataclasses.replace(base, eta=1.0, a=a, b=(y_bound / divisor) ** 2)
+        return _sigma2_scaled(dataclasses.replace(base, eta=1.0, a=a), stats, divisor)
     if variant == "features":
         Sx = features_second_moment(cell["data"], data_dir)
         kappa = Sx.shape[0] + 1.0 + FEATURES_DOF
-        return dataclasses.replace(base, eta=1.0, Sigma_x_prior="iw", Lambda=Sx * FEATURES_DOF, kappa=kappa)
+        prior = dataclasses.replace(base, eta=1.0, Sigma_x_prior="iw", Lambda=Sx * FEATURES_DOF, kappa=kappa)
+        return _sigma2_scaled(prior, stats)
     full = cov.matched_prior(cell, rep, seed)
     if variant == "all":
         return full
     keep = {"sigma2": ("a", "b"), "theta": ("m", "C")}[variant]
-    return dataclasses.replace(base, **{k: getattr(full, k) for k in keep})
+    return _sigma2_scaled(dataclasses.replace(base, **{k: getattr(full, k) for k in keep}), stats)
+
+
+def _sigma2_scaled(prior: Any, stats: Any, divisor: float = STUDIED_SIGMA2_DIVISOR) -> Any:
+    """``prior`` with ``b = "auto"`` made concrete as ``(y_bound / divisor)^2``, ``y_bound`` the release's
+    (:func:`~bayes_dpreg.model.prior.prior_scales`, as ``fit`` resolves ``"auto"``); a ``b`` given stays."""
+    if not isinstance(prior.b, str):
+        return prior
+    if stats is None:
+        raise ValueError("the studied sigma_y^2 prior is scaled to the release's y_bound: give stats")
+    y_bound = float(prior_scales(stack_stats(stats)).y_bound)
+    return dataclasses.replace(prior, b=(y_bound / divisor) ** 2)
 
 
 @functools.cache
@@ -228,8 +250,9 @@ def main(argv: list[str] | None = None) -> int:
     not_default = [c for c in args.cells if other(c)]
     if not_default:
         ap.error(f"cells fitted with a prior other than the default: {not_default}")
-    if args.suite != "paper" and not eta_only:
-        ap.error(f"outside the paper suite only the variants {', '.join(ETA_VARIANTS)} (no generating prior)")
+    allowed = ETA_VARIANTS + (ORACLE_VARIANTS if args.suite in cov.CORRELATED else ())
+    if args.suite != "paper" and not set(args.variants) <= set(allowed):
+        ap.error(f"in the {args.suite} suite only the variants {', '.join(allowed)} (no other generating prior)")
     given = [c for c in args.cells if by_id[c].get("prior", "default") != "default"]
     if given and set(args.variants) & set(SIGMA2_PROBES):
         ap.error(f"the sigma2 probes replace the default's sigma_y^2 prior; these cells have another: {given}")

@@ -140,3 +140,30 @@ def test_paired_runs_are_compared_on_the_replications_both_fitted_one_variant_ea
     # reps 0-5 in both; 90% coverage 0.5 against 0: differences 0, 1, 0, 1, 0, 1 (sd 0.548, se 0.224)
     assert f"| {CELL} | 6 | 0.500 / 0.000 | +0.500 ± 0.224 | 0.500 / 0.500 | 0.50 | 1.0000 / 2.0000 |" in table
     assert "| all | 6 |" in table
+
+
+def test_a_variant_names_its_oracle_and_the_variant_of_cells_with_their_own_prior(tmp_path):
+    """``Variant(name, oracle, own)``: the oracle's rows are those of the variant ``oracle``; in cells fitted
+    with a prior of their own (the real suite's matched cells, the small suite) the rows of ``own``, which a
+    change of the default's ``sigma_y^2`` prior leaves as they were."""
+    import lab.rows
+
+    pp = tmp_path / "pp"
+    pp.mkdir()
+    real, matched = "real-power_plant-blocks-default-tau0.2", "real-power_plant-blocks-matched-tau0.2"
+    rows = [dict(_row(CELL, r, "normalx-clt", 1.0, c90=0.9), variant="new") for r in range(100)]
+    rows += [dict(_row(CELL, r, "normalx-clt", 9.0), variant=v) for v in ("sigma_x", "old") for r in range(100)]
+    rows += [dict(_row(CELL, r, "normalx-clt", 4.0), variant="sigma_x_new") for r in range(100)]
+    rows += [dict(_row(c, r, "normalx-clt", 1.0, c90=x), variant=v)
+             for c, v, x in ((real, "new", 0.91), (real, "old", 0.5), (matched, "old", 0.92)) for r in range(100)]
+    lab.rows.append_rows(pp / "paper_priors_replications.csv", rows, [*FIELDS, "variant"])
+    v = criteria.Variant("new", "sigma_x_new", "old")
+    (corr,) = criteria.cell_rows("correlated", [pp], tmp_path, "normalx-clt", variant=v)
+    assert (corr["c90"], corr["paired"], corr["ratio"]) == (pytest.approx(0.9), 100, pytest.approx(0.5))
+    got = {r["cell"]: r["c90"] for r in criteria.cell_rows("real", [pp], tmp_path, "normalx-clt", variant=v)}
+    assert got == {real: pytest.approx(0.91), matched: pytest.approx(0.92)}
+    # without own: the variant's rows everywhere, so the matched cell has none
+    got = {r["cell"] for r in criteria.cell_rows("real", [pp], tmp_path, "normalx-clt", variant="new")}
+    assert got == {real}
+    assert v.flags() == " --variant new --oracle-variant sigma_x_new --own-prior-variant old"
+    assert criteria.Variant("eta1").flags() == " --variant eta1"

@@ -21,6 +21,15 @@ def _differs(a, b) -> set[str]:
     return out
 
 
+def _release(d: int, y_bound: float = 3.0) -> list:
+    """A small release of ``d`` features declared with ``y_bound`` (what the studied sigma_y^2 scale reads)."""
+    import bayes_dpreg as bd
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, (400, d))
+    return [bd.release(X, np.clip(X.sum(1), -1, 1), epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=y_bound, seed=1)]
+
+
 @pytest.mark.parametrize("d", [2, 5])
 def test_variants_replace_one_factor(d):
     import bayes_dpreg as bd
@@ -28,17 +37,27 @@ def test_variants_replace_one_factor(d):
     from studies import paper_priors as pp
 
     cell = next(c for c in cov.cells("paper") if c["id"] == f"paper-d{d}-J5-eps5")
-    default = bd.Prior(eta=pp.STUDIED_ETA)  # the default these studies measured: LKJ(2) (bd.Prior()'s is LKJ(1) now)
-    assert _differs(pp.variant_prior("default", cell, 3, 2026), default) == set()
+    stats = _release(d)
+    # the default these studies measured: LKJ(2) and sigma_y^2 ~ IG(1, (y_bound / 20)^2) (bd.Prior() has LKJ(1) and
+    # IG(1, (y_bound / 10)^2) now)
+    default = bd.Prior(eta=pp.STUDIED_ETA, b=(3.0 / 20.0) ** 2)
+    vp = lambda variant, rep=3, cell=cell: pp.variant_prior(variant, cell, rep, 2026, stats=stats)
+    assert _differs(vp("default"), default) == set()
     for variant, fields in FACTORS.items():
-        assert _differs(pp.variant_prior(variant, cell, 3, 2026), default) == fields, variant
+        assert _differs(vp(variant), default) == fields, variant
     for variant, eta in (("eta1", 1.0), ("eta2", 2.0)):  # the separation prior's correlations by name
-        named = pp.variant_prior(variant, cell, 3, 2026)
+        named = vp(variant)
         assert named.eta == eta and _differs(named, default) == ({"eta"} if default.eta != eta else set())
+    # the default since 2026-12-06 and its oracle: sigma_y^2's scale is y_bound / 10, nothing else moves
+    assert vp("sigma2_b10") == dataclasses.replace(default, eta=1.0, b=(3.0 / 10.0) ** 2)
+    assert _differs(vp("sigma_x_b10"), dataclasses.replace(vp("sigma_x"), b=(3.0 / 10.0) ** 2)) == set()
+    assert _differs(vp("sigma_x_b10"), vp("sigma_x")) == {"b"}
+    with pytest.raises(ValueError, match="give stats"):
+        pp.variant_prior("default", cell, 3, 2026)
     matched = next(c for c in cov.cells("real") if c["prior"] == "matched")  # its theta and sigma_y priors, kept
-    assert pp.variant_prior("eta1", matched, 0, 2026) == bd.Prior(**cov.REAL_MATCHED_PRIOR, eta=1.0)
-    assert pp.variant_prior("default", matched, 0, 2026) == bd.Prior(**cov.REAL_MATCHED_PRIOR, eta=2.0)
-    full = pp.variant_prior("all", cell, 3, 2026)
+    assert vp("eta1", 0, matched) == bd.Prior(**cov.REAL_MATCHED_PRIOR, eta=1.0)
+    assert vp("default", 0, matched) == bd.Prior(**cov.REAL_MATCHED_PRIOR, eta=2.0)
+    full = vp("all")
     assert _differs(full, default) == set().union(*FACTORS.values())
     assert full.b / (full.a - 1) == pytest.approx(1.0)  # the mean of sigma_y^2 ~ IG(a, b): the truth, 1
     np.testing.assert_array_equal(full.C, np.eye(d))
@@ -51,6 +70,23 @@ def test_variants_replace_one_factor(d):
     np.testing.assert_array_equal(full.Lambda, own)
     assert not np.array_equal(own, cov.matched_prior(cell, 4, 2026).Lambda)
     assert cov.matched_prior(next(c for c in cov.cells("small")), 0, 2026) is None
+
+
+def test_the_studied_sigma2_scale_resolves_as_fit_resolves_auto():
+    """A variant's pinned ``b`` is the float ``fit`` makes of ``b = "auto"`` with the same divisor, so rows
+    fitted before the default moved reproduce bit for bit."""
+    from bayes_dpreg.model.prior import prior_scales
+    from bayes_dpreg.stats import stack_stats
+    from studies import coverage as cov
+    from studies import paper_priors as pp
+
+    cell = next(c for c in cov.cells("paper") if c["id"] == "paper-d2-J5-eps5")
+    stats = _release(2, y_bound=2.7)
+    scales = prior_scales(stack_stats(stats))
+    new = pp.variant_prior("sigma2_b10", cell, 0, 2026, stats=stats)
+    assert new.b == (scales.y_bound / 10.0) ** 2
+    old = pp.variant_prior("eta1", cell, 0, 2026, stats=stats)
+    assert old.b == (scales.y_bound / pp.STUDIED_SIGMA2_DIVISOR) ** 2 == new.b / 4.0
 
 
 def test_run_chunk_fits_each_method_with_its_prior(monkeypatch):
