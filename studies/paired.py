@@ -1,7 +1,7 @@
 """Two runs of one method on the same seeded replications, cell by cell, paired.
 
     python -m studies.paired NEW.csv OLD.csv [--method normalx-clt] [--ref REF.csv --ref-method fixeds]
-        [--variant eta1] [--old-variant eta1]
+        [--variant eta1] [--old-variant eta1] [--cells ID ...]
 
 Reads per-replication rows of ``studies/coverage.py`` (``{suite}_replications.csv``) or of
 ``studies/paper_priors.py`` (``paper_priors_replications.csv``: ``--variant`` / ``--old-variant``
@@ -11,7 +11,7 @@ difference of the 90% coverage with its standard error (the sd of the per-replic
 / sqrt(reps)), the median ratio of the 90% intervals' widths, RMSE of the posterior mean (with its
 ratio to the reference method's over the same replications), how many replications have a larger
 squared error in ``NEW``, fits with a divergent transition and with R-hat > 1.01, each as
-``new / old``; a last row pools every cell.
+``new / old``; a last row pools every cell (of ``--cells`` where given: only those).
 """
 
 from __future__ import annotations
@@ -77,8 +77,11 @@ def table(
     ref_method: str = "fixeds",
     variant: str | None = None,
     old_variant: str | None = None,
+    cells: list[str] | None = None,
 ) -> str:
     a, b = _rows(new, method, variant), _rows(old, method, old_variant)
+    if cells is not None:
+        a = {k: v for k, v in a.items() if k[0] in cells}
     r = _rows(ref, ref_method) if ref is not None else {}
     out = [
         f"| cell | reps | 90% coverage | 90% paired difference | 50% coverage | 90% width ratio | "
@@ -106,8 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ref-method", default="fixeds")
     ap.add_argument("--variant", default=None, help="NEW's rows of this prior variant (paper_priors files)")
     ap.add_argument("--old-variant", default=None, help="OLD's rows of this prior variant")
+    ap.add_argument("--cells", nargs="+", default=None, help="only these cells (default: every cell of NEW)")
     args = ap.parse_args(argv)
-    print(table(args.new, args.old, args.method, args.ref, args.ref_method, args.variant, args.old_variant))
+    print(table(args.new, args.old, args.method, args.ref, args.ref_method, args.variant, args.old_variant, args.cells))
     return 0
 
 

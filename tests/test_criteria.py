@@ -140,6 +140,9 @@ def test_paired_runs_are_compared_on_the_replications_both_fitted_one_variant_ea
     # reps 0-5 in both; 90% coverage 0.5 against 0: differences 0, 1, 0, 1, 0, 1 (sd 0.548, se 0.224)
     assert f"| {CELL} | 6 | 0.500 / 0.000 | +0.500 ± 0.224 | 0.500 / 0.500 | 0.50 | 1.0000 / 2.0000 |" in table
     assert "| all | 6 |" in table
+    # --cells: only those cells, in the rows and in the pooled row
+    assert CELL not in paired.table(tmp_path / "new.csv", tmp_path / "old.csv", "normalx-clt", variant="eta1",
+                                    old_variant="eta1", cells=["another"])
 
 
 def test_a_variant_names_its_oracle_and_the_variant_of_cells_with_their_own_prior(tmp_path):
