@@ -74,7 +74,7 @@ def test_the_default_prior_is_scaled_to_the_bounds_and_the_release():
     np.testing.assert_allclose(sc.feature_ms, np.clip(exact, noise, 1.0))
     pr = bd.Prior().resolve(2, sc)
     np.testing.assert_allclose(np.diag(pr.C), 1.0 / (4 * 2 * sc.feature_ms))
-    assert (pr.a, pr.b) == (1.0, (1.0 / 20) ** 2)
+    assert (pr.a, pr.b) == (1.0, (1.0 / 10) ** 2)
     np.testing.assert_allclose(pr.Lambda, np.diag(sc.feature_ms))
     # a given hyperparameter is kept; auto ones need the scales
     assert bd.Prior(C=2.0).resolve(2, sc).C[0, 0] == 2.0

@@ -196,7 +196,7 @@ def test_sigma2_bound_is_y_bound_squared_where_the_method_takes_it():
     assert auto.resolve_intercept(1, scales).sigma2_max == 4.0
     with pytest.raises(ValueError, match="takes no bound on sigma_y"):
         Prior(sigma2_max=3.0).for_sigma2_bound(False, "fixeds")
-    assert "σ_y² ~ IG(1, 0.01) on (0, 4];" in describe_prior(auto.resolve(2, scales), ["a", "b"])
+    assert "σ_y² ~ IG(1, 0.04) on (0, 4];" in describe_prior(auto.resolve(2, scales), ["a", "b"])
     # fit's path: the method's bound (the samplers under a bound: the density and SBC tests of each)
     stats, _, _ = _stats(d=2)
     idata = bd.fit(stats, "fixeds", prior=auto, num_warmup=100, num_samples=100)

@@ -75,6 +75,7 @@ def test_variants_replace_one_factor(d):
 def test_the_studied_sigma2_scale_resolves_as_fit_resolves_auto():
     """A variant's pinned ``b`` is the float ``fit`` makes of ``b = "auto"`` with the same divisor, so rows
     fitted before the default moved reproduce bit for bit."""
+    import bayes_dpreg as bd
     from bayes_dpreg.model.prior import prior_scales
     from bayes_dpreg.stats import stack_stats
     from studies import coverage as cov
@@ -85,6 +86,7 @@ def test_the_studied_sigma2_scale_resolves_as_fit_resolves_auto():
     scales = prior_scales(stack_stats(stats))
     new = pp.variant_prior("sigma2_b10", cell, 0, 2026, stats=stats)
     assert new.b == (scales.y_bound / 10.0) ** 2
+    assert new.b == bd.Prior().autoscaled(scales).b  # the default's sigma_y^2 prior since 2026-12-06
     old = pp.variant_prior("eta1", cell, 0, 2026, stats=stats)
     assert old.b == (scales.y_bound / pp.STUDIED_SIGMA2_DIVISOR) ** 2 == new.b / 4.0
 

@@ -226,7 +226,7 @@ class Prior:
     Defaults:
 
     * ``m = 0``, ``C = "auto"``: ``C = diag(y_bound^2 / (4 d E[x_k^2]))``;
-    * ``a = 1``, ``b = "auto"``: ``sigma_y^2 ~ IG(1, (y_bound/20)^2)``;
+    * ``a = 1``, ``b = "auto"``: ``sigma_y^2 ~ IG(1, (y_bound/10)^2)``;
     * ``sigma2_max = inf``: no bound on ``sigma_y^2``. A number bounds it (``sigma_y^2 ~ IG(a, b)``
       on ``(0, sigma2_max]``); ``"auto"`` is ``y_bound^2``: ``|y| <= y_bound`` for every response the
       release saw, so ``sigma_y^2 = Var(y | x) <= E[y^2] <= y_bound^2`` where the model holds. The
@@ -360,10 +360,14 @@ class Prior:
           coefficient, about the same as this one for z-scored features) is far too narrow
           for low-variance features. In the spirit of rstanarm's ``2.5 sd(y)/sd(x_k)``, which
           uses the data's own sds; here only public or released quantities enter.
-        * ``sigma_y^2 ~ IG(1, (y_bound/20)^2)``: ``sigma_y < y_bound`` with probability
-          0.9975 and ``sigma_y > y_bound/60`` with 0.9999; the median is ``y_bound/17``.
+        * ``sigma_y^2 ~ IG(1, (y_bound/10)^2)``: ``sigma_y < y_bound`` with probability
+          0.990 and ``sigma_y > y_bound/30`` with 0.9999; the median is ``y_bound/8.3``.
           ``sigma_y^2`` enters only through ``z~_j``'s covariance
-          ``sigma_y^2 S_j + sigma_z^2 I``, and the data inform it where it matters.
+          ``sigma_y^2 S_j + sigma_z^2 I``, and with many parties the data inform it; with one
+          party the release leaves it to this prior, where ``(y_bound/20)^2``, the default
+          before 2026-12-06, put too little mass on a residual sd near ``y_bound/4`` and cost
+          90% coverage (0.82 in the paper's one-party d = 2 cell; 0.905 with this scale;
+          ``docs/prior.md``, *Noise variance left to its prior*).
         * ``sigma2_max = "auto"`` (not the default): ``y_bound^2``, as a response within the
           declared bound has ``Var(y | x) <= E[y^2] <= y_bound^2``.
         * ``Lambda = diag(E[x_k^2])``: the centre of the feature scales of the separation prior
@@ -377,7 +381,7 @@ class Prior:
         return replace(
             self,
             C=np.diag(y**2 / (4.0 * ms.size * ms)) if _is_auto(self.C) else self.C,
-            b=(y / 20.0) ** 2 if _is_auto(self.b) else self.b,
+            b=(y / 10.0) ** 2 if _is_auto(self.b) else self.b,
             Lambda=np.diag(ms) if _is_auto(self.Lambda) else self.Lambda,
             sigma2_max=y**2 if _is_auto(self.sigma2_max) else self.sigma2_max,
         )
