@@ -284,6 +284,12 @@ def cell_prior(cell: dict[str, Any]) -> Any:
     return bd.Prior()
 
 
+def own_prior(cell: dict[str, Any]) -> bool:
+    """Whether ``cell``'s fits are given a prior of its own (:func:`cell_prior`: the small suite's generating
+    prior, the real suite's matched cells'), not the default, so that a change of the default leaves them."""
+    return cell.get("prior", "default") != "default"
+
+
 def generating_sigma_x(cell: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
     """The feature covariance of one replication of a ``correlated`` cell (drawn first from ``rng``)."""
     from scipy.stats import invwishart

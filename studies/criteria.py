@@ -2,7 +2,7 @@
 
     python -m studies.criteria [--dir DIR [DIR ...]] [--ref-dir docs/results/coverage]
                                [--default normalx-clt] [--summary] [--since COMMIT] [--variant NAME]
-                               [--oracle-variant NAME]
+                               [--oracle-variant NAME] [--own-prior-variant NAME]
 
 Reads the per-replication rows ``{suite}_replications.csv`` of ``studies/coverage.py`` for the
 ``correlated``, ``paper``, ``small`` and ``real`` suites from ``--dir`` (the default method's rows,
@@ -22,7 +22,9 @@ transition <= 5%; fits with R-hat > 1.01 <= 2%; at least 100 replications.
 and, as the oracle's (``oracle-clt``), its rows of the variant ``sigma_x`` (the generating ``Sigma_x``
 prior, :data:`ORACLE_VARIANT`) where it has them, or of ``--oracle-variant NAME`` (``sigma_x_b10``: the
 generating ``Sigma_x`` prior with the default's ``sigma_y^2`` prior since 2026-12-06, for ``--variant
-sigma2_b10``).
+sigma2_b10``); with ``--own-prior-variant NAME``, in the cells fitted with a prior of their own (the small
+suite, the real suite's matched cells: :func:`studies.coverage.own_prior`), whose fits a change of the
+default leaves, the rows of that variant instead.
 
 ``--since COMMIT`` reads only the default method's rows added after ``COMMIT`` (those its CSV files
 did not hold then): the replications a later version of the sampler made, where the CSV files
@@ -43,7 +45,7 @@ import numpy as np
 
 from lab.paths import REPO
 from lab.rows import read_rows
-from studies.coverage import _num, cells
+from studies.coverage import _num, cells, own_prior
 
 SUITES = ("correlated", "paper", "small", "real")
 MIN_90, MIN_50, MAX_90_MATCHED = 0.87, 0.42, 0.95
@@ -118,12 +120,6 @@ def _sources(
         else:
             out.append((p, read_rows(p)))
     return out
-
-
-def own_prior(cell: dict) -> bool:
-    """Whether ``cell``'s fits are given a prior of its own, not the default (the small suite's generating
-    prior, the real suite's matched cells'), so that a change of the default's ``sigma_y^2`` prior leaves them."""
-    return cell["suite"] == "small" or cell.get("prior", "default") != "default"
 
 
 def _as_list(dirs: Path | list[Path]) -> list[Path]:

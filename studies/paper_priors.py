@@ -246,14 +246,14 @@ def main(argv: list[str] | None = None) -> int:
     # the real suite's matched cells (theta's and sigma_y's generating priors, the default's Sigma_x) take
     # the correlation variants; every other cell fitted with a prior not the default takes none
     eta_only = set(args.variants) <= set(ETA_VARIANTS)
-    other = lambda c: by_id[c].get("prior", "default") != "default" and not (eta_only and by_id[c]["suite"] == "real")
+    other = lambda c: cov.own_prior(by_id[c]) and not (eta_only and by_id[c]["suite"] == "real")
     not_default = [c for c in args.cells if other(c)]
     if not_default:
         ap.error(f"cells fitted with a prior other than the default: {not_default}")
     allowed = ETA_VARIANTS + (ORACLE_VARIANTS if args.suite in cov.CORRELATED else ())
     if args.suite != "paper" and not set(args.variants) <= set(allowed):
         ap.error(f"in the {args.suite} suite only the variants {', '.join(allowed)} (no other generating prior)")
-    given = [c for c in args.cells if by_id[c].get("prior", "default") != "default"]
+    given = [c for c in args.cells if cov.own_prior(by_id[c])]
     if given and set(args.variants) & set(SIGMA2_PROBES):
         ap.error(f"the sigma2 probes replace the default's sigma_y^2 prior; these cells have another: {given}")
     if "features" in args.variants and args.suite != "real":
