@@ -42,17 +42,23 @@ L = 99  # draws a rank is taken among
 PER_CHAIN = 25  # draws kept a chain, evenly spaced, before the last is dropped (4 x 25 - 1 = L)
 
 
-def _ranks(draws: dict, truth: dict) -> dict[str, int]:
-    """Ranks of the true values among ``L`` draws thinned evenly from each chain's kept draws."""
-    n = draws["theta"].shape[1]
-    idx = np.linspace(0, n - 1, PER_CHAIN).round().astype(int)
-    pick = lambda a: np.concatenate([a[c, idx] for c in range(a.shape[0])])[:L]
-    out = {
-        f"theta[{i}]": int((pick(draws["theta"][..., i]) < truth["theta"][i]).sum()) for i in range(truth["theta"].size)
-    }
-    out["sigma2"] = int((pick(draws["sigma2"]) < truth["sigma2"]).sum())
-    out["Sigma_x[0,1]"] = int((pick(draws["Sigma_x"][..., 0, 1]) < truth["Sigma_x"][0, 1]).sum())
+def thinned_ranks(draws: dict[str, np.ndarray], truth: dict[str, float]) -> dict[str, int]:
+    """Rank of each true value among ``L`` draws: :data:`PER_CHAIN` evenly spaced in each chain's kept draws
+    (``draws[name]``: ``(chain, draw)``), the chains in turn, the last dropped."""
+    out = {}
+    for name, a in draws.items():
+        idx = np.linspace(0, a.shape[1] - 1, PER_CHAIN).round().astype(int)
+        out[name] = int((np.concatenate([a[c, idx] for c in range(a.shape[0])])[:L] < truth[name]).sum())
     return out
+
+
+def _ranks(draws: dict, truth: dict) -> dict[str, int]:
+    """:func:`thinned_ranks` of ``theta``'s entries, ``sigma2`` and ``Sigma_x[0, 1]``."""
+    d = truth["theta"].size
+    named = {f"theta[{i}]": (draws["theta"][..., i], truth["theta"][i]) for i in range(d)}
+    named["sigma2"] = (draws["sigma2"], truth["sigma2"])
+    named["Sigma_x[0,1]"] = (draws["Sigma_x"][..., 0, 1], truth["Sigma_x"][0, 1])
+    return thinned_ranks({k: v[0] for k, v in named.items()}, {k: v[1] for k, v in named.items()})
 
 
 def run(reps: int, d: int, seed: int) -> tuple[dict[str, np.ndarray], np.ndarray, float]:
