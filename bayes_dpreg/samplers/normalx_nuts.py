@@ -140,7 +140,16 @@ def reference(data: ModelData, rotate: bool = True) -> Reference:
     centring of the ``c_j`` (:func:`unpack`): ``S0_j = nearestPSD(S~_j) + 2 sqrt(d) sigma_S,j I``
     (within the noise of ``S_j``, positive definite) and
     ``omega_j,ik = 1 / (1 + rho_j,ik)``, ``rho`` the release-noise variance of the whitened entry
-    ``(L^-1 S_j L^-T)_ik`` over its Wishart variance ``n_j (1 + [i = k])``."""
+    ``(L^-1 S_j L^-T)_ik`` over its Wishart variance ``n_j (1 + [i = k])``, on the diagonal; below it
+    the same where the release pins both the entry and its row's diagonal entry ``ii`` at least as
+    tightly as the Wishart spreads them (``rho <= 1``, :data:`OFF_DIAGONAL_CENTRING_MIN`), and 0
+    (non-centred) elsewhere. The centring term of an entry below the diagonal is ``(L^-1 F0_j)_ik``,
+    which grows as ``1 / L_ii``: where the release leaves ``Sigma_x`` free to approach a singular
+    matrix (the default separation prior's correlations are uniform, LKJ(1), up to +-1; the inverse
+    Wishart's density vanishes there), a small ``omega`` buys little centring and shears the
+    coordinates ever more steeply, and NUTS diverges (with small parties under the default prior, in
+    most fits: ``docs/samplers.md``, *Small parties under the default prior*). The diagonal's term is a
+    logarithm, linear in ``log L_ii``, and keeps its partial centring."""
     J, d = data.z_tilde.shape
     n = data.n.sum()
     Sx0 = pooled_covariance(data.S_tilde.sum(0), n, jnp.max(data.sigma_S))
@@ -149,12 +158,18 @@ def reference(data: ModelData, rotate: bool = True) -> Reference:
     Q = jnp.linalg.eigh(Sx0)[1][:, ::-1] if rotate else eye
     Sx0 = _to_frame(Sx0, Q)
     S0 = nearest_psd(data.S_tilde) + (2.0 * jnp.sqrt(d) * data.sigma_S + 1e-9 * data.n)[:, None, None] * eye
-    rows, cols, _ = _tril_indices(d)
+    rows, cols, diag = _tril_indices(d)
     Linv = jax.scipy.linalg.solve_triangular(jnp.linalg.cholesky(Sx0), eye, lower=True)
     q = (Linv**2).sum(-1)
     rho = data.sigma_S[:, None] ** 2 * q[rows] * q[cols] / (data.n[:, None] * (1.0 + (rows == cols)))
     F0 = jnp.linalg.cholesky(_to_frame(S0, Q))
-    return Reference(log_cholesky(Sx0), jnp.sqrt(1.0 / n + noise**2), F0, 1.0 / (1.0 + rho), Q)
+    omega = 1.0 / (1.0 + rho)
+    pinned = jnp.minimum(omega, omega[:, diag][:, rows]) >= OFF_DIAGONAL_CENTRING_MIN  # the entry and its row's scale
+    omega = jnp.where((rows == cols) | pinned, omega, 0.0)
+    return Reference(log_cholesky(Sx0), jnp.sqrt(1.0 / n + noise**2), F0, omega, Q)
+
+
+OFF_DIAGONAL_CENTRING_MIN = 0.5  # omega at which the release noise of an entry equals its Wishart spread (rho = 1)
 
 
 def _to_frame(A: Array, Q: Array) -> Array:
