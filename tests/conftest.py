@@ -100,7 +100,7 @@ LONGEST_FIRST = (
     "test_no_hang.py",  # 137: every entry point compiled in a fresh process, XLA's defaults
     "test_normalx_clt.py",  # 172 (two SBC tests, 93)
     "test_samplers.py",  # 130
-    "test_sbc_fit.py",  # 64: SBC through fit at 100 releases
+    "test_sbc_fit.py",  # 40: SBC through fit at 60 releases
     "test_bridge.py",  # 50
     "test_outputs.py",  # 44
     "test_intercept.py",  # 40

@@ -128,12 +128,12 @@ def test_off_diagonal_entries_are_centred_only_where_the_release_pins_them():
 def test_small_parties_under_the_default_prior_do_not_diverge():
     """Small parties (n_j = 50, where ``fit`` picks ``normalx-nuts``) whose release noise swamps ``S_j``, the
     truth drawn from the default prior (:mod:`studies.sbc_fit`'s ``nuts-d2``): with the off-diagonal Bartlett
-    entries centred as the diagonal's, 11 of these 12 fits diverged (the shear near singular ``Sigma_x``,
+    entries centred as the diagonal's, each of these 8 fits diverged (the shear near singular ``Sigma_x``,
     :func:`~bayes_dpreg.samplers.normalx_nuts.reference`); now at most one may."""
     from studies.sbc_fit import CASES, default_prior, simulate
 
     case = CASES["nuts-d2"]
-    _, releases = simulate(case, jax.random.key(5), 12)
+    _, releases = simulate(case, jax.random.key(5), 8)
     divergent = []
     for r, stats in enumerate(releases):
         with pytest.warns(UserWarning):  # seeded releases; sigma_y^2 left to its prior

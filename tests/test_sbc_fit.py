@@ -25,11 +25,11 @@ def test_the_study_prior_is_the_default_at_its_scale():
 
 
 def test_fit_is_calibrated_under_the_default_prior():
-    """100 releases from the default prior at the size where ``fit`` picks ``normalx-clt`` (d = 2, J = 3,
+    """60 releases from the default prior at the size where ``fit`` picks ``normalx-clt`` (d = 2, J = 3,
     n_j = 3000, eps = 1): the ranks of ``theta`` and ``sigma_y^2`` among ``fit``'s draws, with its rounds, are
-    uniform. Given ``b`` twice the truth's (``run(..., fit_prior=...)``), ``sigma2``'s p-value on these
-    releases is below 1e-8 (checked when this test was written)."""
-    res = run(CASES["clt-d2"], 100, seed=1)
+    uniform (the smallest p-value 0.014, ``theta[0]``'s). Given ``b`` twice the truth's (``run(...,
+    fit_prior=...)``), ``sigma2``'s p-value on these releases is 2.5e-6 (checked when this test was written)."""
+    res = run(CASES["clt-d2"], 60, seed=1)
     assert set(res.methods) == {"normalx-clt"}
     pvalues = {k: uniformity_pvalue(r, L) for k, r in res.ranks.items()}
     assert min(pvalues.values()) > 1e-3, pvalues
