@@ -37,7 +37,7 @@ import numpy as np
 
 import bayes_dpreg as bd
 from bayes_dpreg.model.prior import Prior, PriorScales
-from bayes_dpreg.posterior.sbc import simulate_from_prior, uniformity_pvalue
+from bayes_dpreg.posterior.sbc import simulate_from_prior, summaries, uniformity_pvalue
 from bayes_dpreg.privacy.noisy_stats import NoisyStats
 from studies.sbc_rounds import L, thinned_ranks
 
@@ -116,10 +116,8 @@ def run(case: Case, reps: int, seed: int, fit_prior: Prior | None = None) -> Run
             warnings.simplefilter("ignore")  # the fits' own warnings: the ranks are what is measured
             idata = bd.fit(stats, prior=prior, seed=r)
         post, attrs = idata.posterior, idata.posterior.attrs
-        draws = {f"theta[{k}]": post["theta"].values[..., k] for k in range(case.d)}
-        draws["sigma2"] = post["sigma2"].values
-        truth = {f"theta[{k}]": truths["theta"][r, k] for k in range(case.d)}
-        truth["sigma2"] = truths["sigma2"][r]
+        draws = summaries({k: post[k].values for k in ("theta", "sigma2")})
+        truth = summaries({k: v[r] for k, v in truths.items()})
         for name, rank in thinned_ranks(draws, truth).items():
             ranks.setdefault(name, []).append(rank)
         methods.append(attrs["method"])

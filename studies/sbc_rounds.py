@@ -24,6 +24,7 @@ import argparse
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -31,7 +32,7 @@ import numpy as np
 
 import bayes_dpreg as bd
 from bayes_dpreg.model.prior import Prior
-from bayes_dpreg.posterior.sbc import simulate_from_prior, uniformity_pvalue
+from bayes_dpreg.posterior.sbc import simulate_from_prior, summaries, uniformity_pvalue
 from bayes_dpreg.samplers import normalx_clt as clt
 from bayes_dpreg.samplers.base import run_chains
 from bayes_dpreg.samplers.convergence import needs_more_draws
@@ -42,7 +43,7 @@ L = 99  # draws a rank is taken among
 PER_CHAIN = 25  # draws kept a chain, evenly spaced, before the last is dropped (4 x 25 - 1 = L)
 
 
-def thinned_ranks(draws: dict[str, np.ndarray], truth: dict[str, float]) -> dict[str, int]:
+def thinned_ranks(draws: dict[str, Any], truth: dict[str, Any]) -> dict[str, int]:
     """Rank of each true value among ``L`` draws: :data:`PER_CHAIN` evenly spaced in each chain's kept draws
     (``draws[name]``: ``(chain, draw)``), the chains in turn, the last dropped."""
     out = {}
@@ -53,12 +54,9 @@ def thinned_ranks(draws: dict[str, np.ndarray], truth: dict[str, float]) -> dict
 
 
 def _ranks(draws: dict, truth: dict) -> dict[str, int]:
-    """:func:`thinned_ranks` of ``theta``'s entries, ``sigma2`` and ``Sigma_x[0, 1]``."""
-    d = truth["theta"].size
-    named = {f"theta[{i}]": (draws["theta"][..., i], truth["theta"][i]) for i in range(d)}
-    named["sigma2"] = (draws["sigma2"], truth["sigma2"])
-    named["Sigma_x[0,1]"] = (draws["Sigma_x"][..., 0, 1], truth["Sigma_x"][0, 1])
-    return thinned_ranks({k: v[0] for k, v in named.items()}, {k: v[1] for k, v in named.items()})
+    """:func:`thinned_ranks` of ``theta``'s entries, ``sigma2`` and ``Sigma_x[0, 1]`` (:func:`summaries`)."""
+    pick = lambda z: summaries({k: z[k] for k in ("theta", "sigma2", "Sigma_x")})
+    return thinned_ranks(pick(draws), pick(truth))
 
 
 def run(reps: int, d: int, seed: int) -> tuple[dict[str, np.ndarray], np.ndarray, float]:

@@ -131,17 +131,18 @@ def _simulate(
     return jax.vmap(one)(keys)
 
 
-def _summaries(z: dict) -> dict[str, Array]:
-    """The scalar quantities whose ranks are tested."""
-    out = {f"theta[{i}]": z["theta"][i] for i in range(z["theta"].shape[0])}
+def summaries(z: dict) -> dict[str, Array]:
+    """The scalar quantities whose ranks are tested, by name (``theta[0]``, ``sigma2``, ...), from parameters
+    with any leading axes (replications, chains, draws)."""
+    out = {f"theta[{i}]": z["theta"][..., i] for i in range(z["theta"].shape[-1])}
     out["sigma2"] = z["sigma2"]
     if "Sigma_x" in z:
         k = min(1, z["Sigma_x"].shape[-1] - 1)  # an off-diagonal entry, the variance when d = 1
-        out[f"Sigma_x[0,{k}]"] = z["Sigma_x"][0, k]
+        out[f"Sigma_x[0,{k}]"] = z["Sigma_x"][..., 0, k]
     if "S" in z:
-        out["S[0][0,0]"] = z["S"][0, 0, 0]
+        out["S[0][0,0]"] = z["S"][..., 0, 0, 0]
     if "mu_x" in z:
-        out["mu_x[0]"] = z["mu_x"][0]
+        out["mu_x[0]"] = z["mu_x"][..., 0]
     return out
 
 
@@ -223,8 +224,8 @@ def sbc(
         batch=batch,
     )
     draws = jax.tree.map(lambda a: a[:, 0], draws)  # (R, L, ...)
-    summ = jax.vmap(jax.vmap(_summaries))(draws)
-    truth = jax.vmap(_summaries)({k: params[k] for k in keep})
+    summ = summaries(draws)
+    truth = summaries({k: params[k] for k in keep})
     ranks = {k: np.asarray((summ[k] < truth[k][:, None]).sum(1)) for k in truth}
     pvalues = {k: uniformity_pvalue(v, num_draws) for k, v in ranks.items()}
     return SBCResult(ranks, num_draws, pvalues)
