@@ -16,8 +16,8 @@ and the release noise of eq. 8 at the sd the analytic Gaussian mechanism gives f
 ``delta`` and the bounds), wraps them as :class:`~bayes_dpreg.NoisyStats` and calls
 ``bayes_dpreg.fit(stats, prior=<that prior>, seed=r)`` with every other setting at its default: the
 method ``fit`` chooses by size (:func:`~bayes_dpreg.samplers.default_method`), 4 chains, the method's
-warm-up and its rounds of draws. The rank of each true ``theta_k`` and ``sigma_y^2`` among L = 99 draws
-(25 evenly spaced a chain, the last dropped) is tested for uniformity on 10 bins (chi-square,
+warm-up and its rounds of draws. The rank of each true ``theta_k``, ``sigma_y^2`` and ``Sigma_x[0,1]``
+among L = 99 draws (25 evenly spaced a chain, the last dropped) is tested for uniformity on 10 bins (chi-square,
 :func:`~bayes_dpreg.posterior.sbc.uniformity_pvalue`). Each case is a size where ``fit`` picks a
 different default: ``normalx-clt`` (parties of at least ``max(100, 30 d)`` rows), ``normalx-nuts``
 (smaller parties), ``normalx-pooled`` (more than ``1 + ceil(200 / d)`` parties).
@@ -57,6 +57,8 @@ class Case(NamedTuple):
     y_bound: float = 3.0
 
 
+RANKED = ("theta", "sigma2", "Sigma_x")  # every method ``fit`` picks has ``Sigma_x`` in ``latent_posterior``
+
 CASES = {
     "clt-d2": Case(d=2, J=3, n=3000, method="normalx-clt"),
     "clt-d5": Case(d=5, J=5, n=1000, method="normalx-clt"),
@@ -89,7 +91,7 @@ def simulate(case: Case, key: jax.Array, reps: int) -> tuple[dict[str, np.ndarra
             calibration=cal.kind, neighbouring=cal.neighbouring, reproducible_seed=True,
         )  # fmt: skip
 
-    truths = {k: np.asarray(params[k]) for k in ("theta", "sigma2")}
+    truths = {k: np.asarray(params[k]) for k in RANKED}
     return truths, [[party(r, j) for j in range(case.J)] for r in range(reps)]
 
 
@@ -116,7 +118,7 @@ def run(case: Case, reps: int, seed: int, fit_prior: Prior | None = None) -> Run
             warnings.simplefilter("ignore")  # the fits' own warnings: the ranks are what is measured
             idata = bd.fit(stats, prior=prior, seed=r)
         post, attrs = idata.posterior, idata.posterior.attrs
-        draws = summaries({k: post[k].values for k in ("theta", "sigma2")})
+        draws = summaries({k: (idata.latent_posterior if k == "Sigma_x" else post)[k].values for k in RANKED})
         truth = summaries({k: v[r] for k, v in truths.items()})
         for name, rank in thinned_ranks(draws, truth).items():
             ranks.setdefault(name, []).append(rank)

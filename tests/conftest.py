@@ -98,7 +98,7 @@ def _release_compiled_programs():
 # end of the run, ~140 s of one idle core.
 LONGEST_FIRST = (
     "test_no_hang.py",  # 137: every entry point compiled in a fresh process, XLA's defaults
-    "test_normalx_clt.py",  # 172 (two SBC tests, 93)
+    "test_normalx_clt.py",  # about 200: three SBC tests at d = 4 and 5, 45-52 s each
     "test_samplers.py",  # 130
     "test_sbc_fit.py",  # 40: SBC through fit at 60 releases
     "test_bridge.py",  # 50

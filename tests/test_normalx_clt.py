@@ -369,7 +369,11 @@ def test_sbc_where_the_clt_holds(d):
     assert min(pvalues.values()) > 1e-3, pvalues
 
 
-@pytest.mark.parametrize("d", [clt.EXACT_NOISE_MAX_D, clt.EXACT_NOISE_MAX_D + 1])
+# the exact-noise likelihood with y^T y released is run on demand (pytest -m slow, 49 s): each of the two
+# likelihoods and the release of y^T y keep a test in the default suite
+@pytest.mark.parametrize(
+    "d", [pytest.param(clt.EXACT_NOISE_MAX_D, marks=pytest.mark.slow), clt.EXACT_NOISE_MAX_D + 1]
+)
 def test_sbc_with_yty_released(d):
     """As :func:`test_sbc_where_the_clt_holds` with ``y_j^T y_j`` released too (noise sd 200, as
     ``S~``'s): the likelihood that observes it (:func:`clt.clt_log_lik_observed`, and the exact-noise one
@@ -552,6 +556,7 @@ def test_augmentation_does_not_depend_on_the_program_that_computes_it():
     assert not np.array_equal(jax.random.key_data(clt._augment_key(other)), jax.random.key_data(keys[0]))
 
 
+@pytest.mark.slow  # 88 s; the default suite checks the rule through fit itself (tests/test_sbc_fit.py)
 def test_sbc_of_the_rounds_stopping_rule():
     """The default draws 250 a chain and goes on in rounds while R-hat or ESS fail (``EXTEND``), so how many
     draws a fit keeps depends on the draws. Run as ``fit`` runs it (4 chains, ``run_chains`` with

@@ -26,10 +26,14 @@ def test_the_study_prior_is_the_default_at_its_scale():
 
 def test_fit_is_calibrated_under_the_default_prior():
     """60 releases from the default prior at the size where ``fit`` picks ``normalx-clt`` (d = 2, J = 3,
-    n_j = 3000, eps = 1): the ranks of ``theta`` and ``sigma_y^2`` among ``fit``'s draws, with its rounds, are
-    uniform (the smallest p-value 0.014, ``theta[0]``'s). Given ``b`` twice the truth's (``run(...,
-    fit_prior=...)``), ``sigma2``'s p-value on these releases is 2.5e-6 (checked when this test was written)."""
+    n_j = 3000, eps = 1): the ranks of ``theta``, ``sigma_y^2`` and ``Sigma_x[0,1]`` among ``fit``'s draws are
+    uniform (the smallest p-value 0.014, ``theta[0]``'s), with its rounds exercised: 44 fits stopped at 250 draws
+    a chain, 16 went on to 500 (``fit``'s stopping rule, which ``test_sbc_of_the_rounds_stopping_rule`` checks at
+    100 data sets under ``-m slow``). Given ``b`` twice the truth's (``run(..., fit_prior=...)``), ``sigma2``'s
+    p-value on these releases is 2.5e-6 (checked when this test was written)."""
     res = run(CASES["clt-d2"], 60, seed=1)
     assert set(res.methods) == {"normalx-clt"}
+    assert (res.draws_per_chain == 250).any() and (res.draws_per_chain > 250).any(), res.draws_per_chain
+    assert set(res.ranks) == {"theta[0]", "theta[1]", "sigma2", "Sigma_x[0,1]"}
     pvalues = {k: uniformity_pvalue(r, L) for k, r in res.ranks.items()}
     assert min(pvalues.values()) > 1e-3, pvalues
