@@ -129,7 +129,8 @@ def test_small_parties_under_the_default_prior_do_not_diverge():
     """Small parties (n_j = 50, where ``fit`` picks ``normalx-nuts``) whose release noise swamps ``S_j``, the
     truth drawn from the default prior (:mod:`studies.sbc_fit`'s ``nuts-d2``): with the off-diagonal Bartlett
     entries centred as the diagonal's, each of these 8 fits diverged (the shear near singular ``Sigma_x``,
-    :func:`~bayes_dpreg.samplers.normalx_nuts.reference`); now at most one may."""
+    :func:`~bayes_dpreg.samplers.normalx_nuts.reference`); now at most one may, at the small parties' target
+    acceptance (:func:`~bayes_dpreg.samplers.normalx_nuts.target_accept`)."""
     from studies.sbc_fit import CASES, default_prior, simulate
 
     case = CASES["nuts-d2"]
@@ -139,5 +140,30 @@ def test_small_parties_under_the_default_prior_do_not_diverge():
         with pytest.warns(UserWarning):  # seeded releases; sigma_y^2 left to its prior
             idata = bd.fit(stats, prior=default_prior(case), seed=r)
         assert idata.posterior.attrs["method"] == "normalx-nuts"
+        assert idata.posterior.attrs["target_accept_prob"] == nn.SMALL_PARTY_TARGET_ACCEPT
         divergent.append(int(idata.sample_stats["diverging"].values.sum()))
     assert sum(d > 0 for d in divergent) <= 1, divergent
+
+
+def test_target_acceptance_is_raised_where_fit_takes_this_sampler_for_small_parties(monkeypatch):
+    """0.97 below ``clt_min_rows(d)`` rows in some party (the boundary of uniform correlations is reached
+    there; 13 of 160 fits diverged at 0.9 through ``fit`` under the default prior, 1 of 160 at 0.97), NumPyro's
+    0.9 from it; a value given to ``fit`` is kept."""
+    from bayes_dpreg.samplers import clt_min_rows
+    from bayes_dpreg.stats import stack_stats
+
+    cal = bd.calibrate(1.0, 1e-5, 1.0, 1.0)
+    public = dict(d=3, sigma_S=cal.sigma_S, sigma_z=cal.sigma_z, epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=1.0)
+
+    def st(*n):
+        return stack_stats([bd.NoisyStats(S=np.eye(3) * k, z=np.zeros(3), n=k, calibration=cal.kind, **public) for k in n])
+
+    small = clt_min_rows(3) - 1
+    assert nn.target_accept(st(small, 5000)) == nn.SMALL_PARTY_TARGET_ACCEPT > 0.9
+    assert nn.target_accept(st(small + 1, 5000)) == 0.9
+    seen = []
+    monkeypatch.setattr(nn, "run_nuts", lambda *a, **kw: seen.append(kw["target_accept_prob"]))
+    nn.run(st(small, 5000), None, None, 4, 10, 10)
+    nn.run(st(small + 1), None, None, 4, 10, 10)
+    nn.run(st(small, 5000), None, None, 4, 10, 10, target_accept_prob=0.8)
+    assert seen == [nn.SMALL_PARTY_TARGET_ACCEPT, 0.9, 0.8]
