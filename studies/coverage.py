@@ -1,6 +1,6 @@
 """Coverage of credible intervals and error of the posterior mean, for every method, through ``bayes_dpreg.fit``.
 
-    python -m studies.coverage --suite paper|small|real [--reps 200] [--workers 2]
+    python -m studies.coverage --suite paper|small|real|correlated|many|tiny [--reps 200] [--workers 2]
         [--methods normalx-nuts fixeds ...] [--cells ID ...] [--out docs/results/coverage]
 
 Every replication redraws the truth (where it is random), the data (where simulated) and
@@ -32,6 +32,11 @@ Suites (bounds at the data's maxima, as in the paper; ``delta = 1e-5``):
   cells): the truth is then a draw from the fit's prior, where intervals must cover at their rate
   if the sampler and its likelihood are right (up to ``sigma_y = 1``, a point mass the prior
   approximates by ``IG(200, 199)``).
+* ``tiny``: the ``correlated`` suite's data and the default prior at parties smaller than
+  ``max(100, 30 d)`` rows, where ``fit`` takes ``normalx-nuts`` (the ``small`` suite's parties, of
+  100 rows and more, are ``normalx-clt``'s): four cells, d in {2, 3, 5}, J in {3, 5}, ``n_j`` 40-120,
+  eps in {0.5, 1, 2}, both families, bounds at the data's maxima. Compare ``normalx-nuts`` with
+  ``oracle``.
 * ``real``: rows of power plant and bike sharing (``../shared/data``, the paper's
   preprocessing), ``J = 5`` consecutive blocks or a random split, eps = 1;
   ``sigma_y^2 ~ IG(3, 0.02)`` and ``theta ~ N(0, tau^2 I)``: ``matched`` (tau = 0.2, fitted with
@@ -88,7 +93,7 @@ ORACLE_OF = {
 MATCHED = ("matched", "matched-clt")
 SIGMA_Y_DOF = 200.0  # the paper suite's sigma_y = 1 is a point mass: matched_prior's IG(dof, dof - 1) has sd 0.07
 LEVELS = (0.5, 0.9, 0.95)
-CORRELATED = ("correlated", "many")  # the suites whose data _correlated draws
+CORRELATED = ("correlated", "many", "tiny")  # the suites whose data _correlated draws
 RELEASE_OF = {"bs": "bs", "adassp": "adassp"}  # others use the plain SSP release
 DATA_FILES = {"power_plant": "power_plant_energy.csv", "bike_sharing": "bike_sharing.csv"}
 
@@ -129,6 +134,26 @@ def cells(suite: str) -> list[dict[str, Any]]:
                 )
             )
         return out
+    if suite == "tiny":  # parties below clt_min_rows(d), where fit takes normalx-nuts: the correlated suite's data
+        return [
+            dict(
+                id=f"tiny-{fam}-d{d}-J{J}-n{nj}-eps{eps:g}-max",
+                suite=suite,
+                d=d,
+                J=J,
+                n=J * nj,
+                eps=eps,
+                family=fam,
+                bounds="max",
+                prior="default",
+            )
+            for d, J, nj, eps, fam in (
+                (2, 3, 50, 1.0, "lkj"),
+                (3, 3, 40, 0.5, "iw"),
+                (3, 5, 80, 2.0, "iw"),
+                (5, 3, 120, 1.0, "lkj"),
+            )
+        ]
     if suite == "many":  # issue 32's sizes: the correlated suite's data, d = 20, many parties (a fraction)
         return [
             dict(
@@ -587,7 +612,7 @@ def write_summary(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--suite", required=True, choices=["paper", "small", "real", "correlated", "many"])
+    ap.add_argument("--suite", required=True, choices=["paper", "small", "real", "correlated", "many", "tiny"])
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 1)))
     ap.add_argument("--chunk", type=int, default=10, help="replications per task")

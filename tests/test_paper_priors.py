@@ -155,3 +155,17 @@ def test_run_fits_each_variant_with_its_method_on_one_release(monkeypatch):
     ]
     assert [m for m, _ in seen] == ["normalx-clt", "normalx-pooled", "normalx-clt"]
     assert len(releases) == 1 and len({s for _, s in seen}) == 1
+
+
+def test_the_tiny_suite_is_where_fit_takes_the_exact_sampler():
+    """``studies.coverage``'s ``tiny`` cells measure the default where ``fit`` takes ``normalx-nuts`` (every
+    party below ``max(100, 30 d)`` rows), the ``small`` suite's where it takes ``normalx-clt``; both
+    families, and an oracle prior for each (the sampler given the generating ``Sigma_x`` prior)."""
+    from bayes_dpreg.samplers import default_method
+    from studies import coverage as cov
+
+    tiny, small = cov.cells("tiny"), cov.cells("small")
+    assert {default_method(c["d"], c["J"], c["n"] // c["J"]) for c in tiny} == {"normalx-nuts"}
+    assert {default_method(c["d"], c["J"], c["n"] // c["J"]) for c in small} == {"normalx-clt"}
+    assert {c["family"] for c in tiny} == {"iw", "lkj"} and len(tiny) >= 4
+    assert all(cov.oracle_prior(c, 0, 2026) is not None for c in tiny)
