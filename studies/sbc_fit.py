@@ -29,7 +29,7 @@ import argparse
 import time
 import warnings
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -104,9 +104,10 @@ class Run(NamedTuple):
     seconds: float
 
 
-def run(case: Case, reps: int, seed: int, fit_prior: Prior | None = None) -> Run:
+def run(case: Case, reps: int, seed: int, fit_prior: Prior | None = None, **options: Any) -> Run:
     """Ranks of the truths among ``fit``'s draws over ``reps`` simulated releases; ``fit_prior``: the prior
-    ``fit`` is given, if not the one the truths are drawn from (to see that a wrong one shows)."""
+    ``fit`` is given, if not the one the truths are drawn from (to see that a wrong one shows); ``options``:
+    method options passed to ``fit`` (``target_accept_prob``: to compare a setting with the default's)."""
     k_sim = jax.random.fold_in(jax.random.key(seed), case.d * 1000 + case.J)
     truths, releases = simulate(case, k_sim, reps)
     prior = default_prior(case) if fit_prior is None else fit_prior
@@ -116,7 +117,7 @@ def run(case: Case, reps: int, seed: int, fit_prior: Prior | None = None) -> Run
     for r, stats in enumerate(releases):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the fits' own warnings: the ranks are what is measured
-            idata = bd.fit(stats, prior=prior, seed=r)
+            idata = bd.fit(stats, prior=prior, seed=r, **options)
         post, attrs = idata.posterior, idata.posterior.attrs
         draws = summaries({k: (idata.latent_posterior if k == "Sigma_x" else post)[k].values for k in RANKED})
         truth = summaries({k: v[r] for k, v in truths.items()})
@@ -132,11 +133,12 @@ def run(case: Case, reps: int, seed: int, fit_prior: Prior | None = None) -> Run
     )
 
 
-def report(name: str, case: Case, reps: int, seed: int, res: Run) -> str:
+def report(name: str, case: Case, reps: int, seed: int, res: Run, target_accept: float | None = None) -> str:
     """Markdown: the case, the command, the p-values of uniformity."""
     cal = bd.calibrate(case.epsilon, case.delta, case.x_bound, case.y_bound)
     pr = default_prior(case).resolve(case.d)
     used = sorted(set(res.methods))
+    ta = "" if target_accept is None else f" --target-accept {target_accept:g}"
     rows = ["| quantity | p-value | rank quartiles (of 0-99) |", "|---|---|---|"]
     for q, r in res.ranks.items():
         quart = ", ".join(f"{v:.0f}" for v in np.percentile(r, [25, 50, 75]))
@@ -145,7 +147,7 @@ def report(name: str, case: Case, reps: int, seed: int, res: Run) -> str:
     return (
         f"# SBC of `fit` under the default prior: {name} ({', '.join(used)}; d = {case.d}, J = {case.J}, "
         f"n_j = {case.n})\n\n"
-        f"command: `python -m studies.sbc_fit --case {name} --reps {reps} --seed {seed}`\n\n"
+        f"command: `python -m studies.sbc_fit --case {name} --reps {reps} --seed {seed}{ta}`\n\n"
         f"{reps} releases simulated from the default prior at `y_bound = {case.y_bound}`, `E[x_k^2] = 1`: "
         f"`theta ~ N(0, {float(np.asarray(pr.C)[0, 0]):.4g} I)`, "
         f"`sigma_y^2 ~ IG({float(pr.a):g}, {float(pr.b):.4g})` (no bound), "
@@ -165,13 +167,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None, help="also write sbc_fit_<case>.md here")
+    ap.add_argument("--target-accept", type=float, default=None, help="fit target_accept_prob")
     args = ap.parse_args(argv)
     for name in CASES if args.case == "all" else [args.case]:
         case = CASES[name]
-        res = run(case, args.reps, args.seed)
+        opts = {} if args.target_accept is None else {"target_accept_prob": args.target_accept}
+        res = run(case, args.reps, args.seed, **opts)
         if set(res.methods) != {case.method}:
             raise RuntimeError(f"{name}: fit chose {sorted(set(res.methods))}, the case is for {case.method}")
-        text = report(name, case, args.reps, args.seed, res)
+        text = report(name, case, args.reps, args.seed, res, args.target_accept)
         print(text, flush=True)
         if args.out is not None:
             args.out.mkdir(parents=True, exist_ok=True)
