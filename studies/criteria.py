@@ -5,7 +5,8 @@
                                [--oracle-variant NAME] [--own-prior-variant NAME]
 
 Reads the per-replication rows ``{suite}_replications.csv`` of ``studies/coverage.py`` for the
-``correlated``, ``paper``, ``small`` and ``real`` suites from ``--dir`` (the default method's rows,
+``correlated``, ``paper``, ``small``, ``tiny`` and ``real`` suites from ``--dir`` (the default method's rows:
+``--default``'s, in the ``tiny`` suite ``normalx-nuts``', ``fit``'s method for its small parties;
 and oracle rows where there are) and ``--ref-dir`` (``fixeds``' and ``normalx-nuts``' oracle rows of
 the same seeded releases). The ratios of RMSE are *paired*: over the replications that both
 methods fitted, so that the two errors share the data and the release noise.
@@ -47,7 +48,10 @@ from lab.paths import REPO
 from lab.rows import read_rows
 from studies.coverage import _num, cells, own_prior
 
-SUITES = ("correlated", "paper", "small", "real")
+SUITES = ("correlated", "paper", "small", "tiny", "real")
+# the suites whose parties are so small that fit takes another method than --default's (studies.coverage's
+# tiny suite: below max(100, 30 d) rows, normalx-nuts; tests/test_paper_priors.py checks that fit does)
+SUITE_DEFAULT = {"tiny": "normalx-nuts"}
 MIN_90, MIN_50, MAX_90_MATCHED = 0.87, 0.42, 0.95
 MAX_ORACLE, MAX_FIXEDS = 1.25, 1.1  # RMSE ratios: simulated cells to the oracle, real-feature cells to fixeds
 MAX_DIVERGENT, MAX_RHAT = 0.05, 0.02  # fractions of fits
@@ -152,6 +156,7 @@ def cell_rows(
     oracle's (:func:`_sources`)."""
     if since is not None and variant is not None:
         raise ValueError("--since and --variant do not combine")
+    default = SUITE_DEFAULT.get(suite, default)
     sources = _sources(suite, _as_list(dirs), ref_dir, variant)
     mine_by = []
     for path, rows in sources[: len(_as_list(dirs))]:  # the default's rows from --dir only, never --ref-dir

@@ -170,3 +170,16 @@ def test_a_variant_names_its_oracle_and_the_variant_of_cells_with_their_own_prio
     assert got == {real}
     assert v.flags() == " --variant new --oracle-variant sigma_x_new --own-prior-variant old"
     assert criteria.Variant("eta1").flags() == " --variant eta1"
+
+
+def test_the_tiny_suite_reads_the_small_parties_default(tmp_path):
+    """In the ``tiny`` suite ``fit`` takes ``normalx-nuts``: its rows are the default's there whatever
+    ``--default`` names for the other suites, and its oracle is ``oracle`` (the same sampler)."""
+    tiny = "tiny-lkj-d2-J3-n50-eps1-max"
+    rows = [_row(tiny, r, "normalx-nuts", 1.0, div=int(r < 6)) for r in range(100)]
+    rows += [_row(tiny, r, "normalx-clt", 9.0, c90=0.0) for r in range(100)]  # not fit's method here: ignored
+    rows += [_row(tiny, r, "oracle", 0.25) for r in range(100)]
+    _write(tmp_path / "tiny_replications.csv", rows)
+    (row,) = criteria.cell_rows("tiny", tmp_path, tmp_path, "normalx-clt")
+    assert (row["c90"], row["paired"], row["ratio"]) == (pytest.approx(0.9), 100, pytest.approx(2.0))
+    assert row["fails"] == ["RMSE / oracle", "divergences"]
