@@ -284,7 +284,13 @@ def header(dirs: list[Path], ref_dir: Path, default: str, variant: Variant | Non
     )
     return (
         f"# `{default}` against issue 31's criteria, cell by cell\n\n"
-        f"command: `python -m studies.criteria --dir {' '.join(str(rel(d)) for d in dirs)} --ref-dir {rel(ref_dir)} "
+        + (
+            f"The `tiny` suite's rows are `{SUITE_DEFAULT['tiny']}`'s, `fit`'s method for its parties (below "
+            "`max(100, 30 d)` rows).\n\n"
+            if any((d / "tiny_replications.csv").exists() for d in dirs)
+            else ""
+        )
+        + f"command: `python -m studies.criteria --dir {' '.join(str(rel(d)) for d in dirs)} --ref-dir {rel(ref_dir)} "
         f"--default {default}" + (variant.flags() if variant else "") + "`\n\n"
         f"Per cell: 90% coverage >= {MIN_90} and 50% >= {MIN_50} (and 90% <= {MAX_90_MATCHED} where the truth is "
         f"drawn from the fit's prior: `small`, `-matched-`); RMSE of the posterior mean <= {MAX_ORACLE} times the "

@@ -82,11 +82,17 @@ def quantile_to_max(q: float, n: int) -> float:
     return max(1.0, float(norm.ppf(1.0 - 0.5 / n) / norm.ppf((1.0 + q) / 2.0)))
 
 
+def feature_ms_floor(stats: StackedStats) -> float:
+    """The floor of :class:`PriorScales`' ``feature_ms``: twice the sd of the release noise in the pooled
+    ``diag(sum_j S~_j) / n``."""
+    return 2.0 * float(np.sqrt(np.sum(np.asarray(stats.sigma_S) ** 2))) / float(np.sum(stats.n))
+
+
 def prior_scales(stats: StackedStats) -> PriorScales:
     """:class:`PriorScales` from stacked released statistics (:class:`~bayes_dpreg.stats.StackedStats`)."""
     n = float(np.sum(stats.n))
     diag = np.diagonal(np.asarray(stats.S), axis1=-2, axis2=-1).sum(0) / n
-    floor = 2.0 * float(np.sqrt(np.sum(np.asarray(stats.sigma_S) ** 2))) / n
+    floor = feature_ms_floor(stats)
     cap = float(np.max(stats.x_bound)) ** 2
     quantiles = stats.bound_quantiles or (None,) * len(stats.y_bound)
     y_scale = max(
