@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from . import adassp, bs, fast, fixeds, intercept, normalx, normalx_clt, normalx_nuts, normalx_pooled
 from .base import ChainKernel, MethodResult, Sampler, run_batched, run_chains
+from .sizes import CLT_MIN_ROWS, clt_min_rows
 
 __all__ = [
     "SAMPLERS",
@@ -56,14 +57,7 @@ SAMPLERS: dict[str, Sampler] = {
 DEFAULT_METHOD = "normalx-clt"
 SMALL_PARTY_METHOD = "normalx-nuts"  # the exact sampler, fit's default where a party is small
 MANY_PARTY_METHOD = "normalx-pooled"  # DEFAULT_METHOD on the releases summed in groups, where that pools
-CLT_MIN_ROWS = 100  # a party's n_j from which the CLT sampler is the default: max(100, 30 d)
-CLT_ROWS_PER_FEATURE = 30
 CLT_MIN_LATENT = 2000  # J d (d + 1) / 2 latent S_j entries from which it is the default whatever n_j
-
-
-def clt_min_rows(d: int) -> int:
-    """The smallest ``n_j`` at which ``fit`` takes ``normalx-clt`` by default: ``max(100, 30 d)``."""
-    return max(CLT_MIN_ROWS, CLT_ROWS_PER_FEATURE * d)
 
 
 def default_method(d: int, J: int, n_min: int | None = None) -> str:

@@ -73,6 +73,7 @@ from ..model.prior import ResolvedPrior
 from ..stats import StackedStats
 from .base import RUN_OPTIONS, ChainKernel, MethodResult, Sampler, positive_int, run_chains
 from .convergence import needs_more_draws
+from .sizes import clt_min_rows
 
 __all__ = [
     "NutsSettings",
@@ -500,8 +501,6 @@ def target_accept(st: StackedStats) -> float:
     (``L_ii -> 0``) that step sizes tuned for the bulk cannot enter without diverging. Through ``fit`` under
     the default prior (``studies.sbc_fit``'s ``nuts-d2``: d = 2, J = 3, n_j = 50, eps = 1), 13 of 160 fits had
     a divergence at 0.9 and 1 of 160 at 0.97 (5 of the first 80 at 0.95), at 1.3 times the time a fit."""
-    from . import clt_min_rows  # the registry's size rule (it imports this module)
-
     return SMALL_PARTY_TARGET_ACCEPT if int(np.min(st.n)) < clt_min_rows(st.d) else 0.9
 
 
