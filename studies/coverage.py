@@ -98,6 +98,23 @@ RELEASE_OF = {"bs": "bs", "adassp": "adassp"}  # others use the plain SSP releas
 DATA_FILES = {"power_plant": "power_plant_energy.csv", "bike_sharing": "bike_sharing.csv"}
 
 
+def _correlated_cell(
+    prefix: str, suite: str, d: int, J: int, nj: int, eps: float, fam: str, bounds: str = "max"
+) -> dict[str, Any]:
+    """A cell of the data :func:`_correlated` draws (``J`` parties of ``nj`` rows), fitted with the default prior."""
+    return dict(
+        id=f"{prefix}-{fam}-d{d}-J{J}-n{nj}-eps{eps:g}-{bounds}",
+        suite=suite,
+        d=d,
+        J=J,
+        n=J * nj,
+        eps=eps,
+        family=fam,
+        bounds=bounds,
+        prior="default",
+    )
+
+
 def cells(suite: str) -> list[dict[str, Any]]:
     if suite == "paper":
         return [
@@ -120,33 +137,11 @@ def cells(suite: str) -> list[dict[str, Any]]:
             odd = (J == 10) ^ (nj == 3000) ^ (eps == 2.0) ^ (fam == "lkj")
             bounds = "quantile" if odd else "max"
             d = (3, 5, 10)[i % 3]
-            out.append(
-                dict(
-                    id=f"corr-{fam}-d{d}-J{J}-n{nj}-eps{eps:g}-{bounds}",
-                    suite=suite,
-                    d=d,
-                    J=J,
-                    n=J * nj,
-                    eps=eps,
-                    family=fam,
-                    bounds=bounds,
-                    prior="default",
-                )
-            )
+            out.append(_correlated_cell("corr", suite, d, J, nj, eps, fam, bounds))
         return out
     if suite == "tiny":  # parties below clt_min_rows(d), where fit takes normalx-nuts: the correlated suite's data
         return [
-            dict(
-                id=f"tiny-{fam}-d{d}-J{J}-n{nj}-eps{eps:g}-max",
-                suite=suite,
-                d=d,
-                J=J,
-                n=J * nj,
-                eps=eps,
-                family=fam,
-                bounds="max",
-                prior="default",
-            )
+            _correlated_cell("tiny", suite, d, J, nj, eps, fam)
             for d, J, nj, eps, fam in (
                 (2, 3, 50, 1.0, "lkj"),
                 (3, 3, 40, 0.5, "iw"),
@@ -156,17 +151,7 @@ def cells(suite: str) -> list[dict[str, Any]]:
         ]
     if suite == "many":  # issue 32's sizes: the correlated suite's data, d = 20, many parties (a fraction)
         return [
-            dict(
-                id=f"many-{fam}-d20-J{J}-n{nj}-eps{eps:g}-max",
-                suite=suite,
-                d=20,
-                J=J,
-                n=J * nj,
-                eps=eps,
-                family=fam,
-                bounds="max",
-                prior="default",
-            )
+            _correlated_cell("many", suite, 20, J, nj, eps, fam)
             for J, nj, eps, fam in (
                 (20, 1000, 0.5, "iw"),
                 (50, 1000, 2.0, "lkj"),
