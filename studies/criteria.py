@@ -44,6 +44,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from bayes_dpreg.samplers import SMALL_PARTY_METHOD
 from lab.paths import REPO
 from lab.rows import read_rows
 from studies.coverage import _num, cells, own_prior
@@ -51,7 +52,7 @@ from studies.coverage import _num, cells, own_prior
 SUITES = ("correlated", "paper", "small", "tiny", "real")
 # the suites whose parties are so small that fit takes another method than --default's (studies.coverage's
 # tiny suite: below max(100, 30 d) rows, normalx-nuts; tests/test_paper_priors.py checks that fit does)
-SUITE_DEFAULT = {"tiny": "normalx-nuts"}
+SUITE_DEFAULT = {"tiny": SMALL_PARTY_METHOD}
 MIN_90, MIN_50, MAX_90_MATCHED = 0.87, 0.42, 0.95
 MAX_ORACLE, MAX_FIXEDS = 1.25, 1.1  # RMSE ratios: simulated cells to the oracle, real-feature cells to fixeds
 MAX_DIVERGENT, MAX_RHAT = 0.05, 0.02  # fractions of fits

@@ -26,7 +26,7 @@ from studies import coverage as cov
 
 def cell_summary(cell: dict, reps: int, seed: int) -> dict[str, float]:
     """Per-feature statistics pooled over ``reps`` replications of ``cell``."""
-    from bayes_dpreg.model.prior import feature_ms_floor, prior_scales
+    from bayes_dpreg.model.prior import Prior, feature_ms_floor, prior_scales
     from bayes_dpreg.stats import stack_stats
 
     bound, ratio, outside = [], [], []
@@ -39,7 +39,7 @@ def cell_summary(cell: dict, reps: int, seed: int) -> dict[str, float]:
             )
         sc = prior_scales(st)
         floor = feature_ms_floor(st)
-        sd = sc.y_bound / np.sqrt(4 * cell["d"] * sc.feature_ms)
+        sd = np.sqrt(np.diag(np.asarray(Prior().autoscaled(sc, cell["d"]).C)))  # theta's prior, as fit scales it
         bound.extend(np.isclose(sc.feature_ms, floor))
         ratio.extend(sc.feature_ms / (X**2).mean(0))
         outside.extend(np.abs(theta) > 1.645 * sd)

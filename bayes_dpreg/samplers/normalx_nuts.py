@@ -501,7 +501,8 @@ def target_accept(st: StackedStats) -> float:
     (``L_ii -> 0``) that step sizes tuned for the bulk cannot enter without diverging. Through ``fit`` under
     the default prior (``studies.sbc_fit``'s ``nuts-d2``: d = 2, J = 3, n_j = 50, eps = 1), 13 of 160 fits had
     a divergence at 0.9 and 1 of 160 at 0.97 (5 of the first 80 at 0.95), at 1.3 times the time a fit."""
-    return SMALL_PARTY_TARGET_ACCEPT if int(np.min(st.n)) < clt_min_rows(st.d) else 0.9
+    small = int(np.min(st.n)) < clt_min_rows(st.d)
+    return SMALL_PARTY_TARGET_ACCEPT if small else NutsSettings._field_defaults["target_accept_prob"]
 
 
 def run(
