@@ -416,9 +416,11 @@ def run_chunk(
     seed: int,
     data_dir: str,
     sigma2_max: float | str = math.inf,
+    theta_scale: str = "auto",
 ) -> list[dict[str, Any]]:
     """Fit every method on replications ``reps`` of ``cell`` (in a worker process), the priors with
-    ``sigma2_max`` (``Prior.sigma2_max``; ``--sigma2-max``)."""
+    ``sigma2_max`` (``Prior.sigma2_max``; ``--sigma2-max``) and ``theta_scale`` (``Prior.theta_scale``;
+    ``--theta-scale``)."""
     import bayes_dpreg as bd
     from bayes_dpreg.privacy.gaussian import ClippingWarning
 
@@ -440,7 +442,7 @@ def run_chunk(
             fit_prior = _prior_for(m, cell, rep, seed, prior)
             if fit_prior is None:
                 continue
-            fit_prior = dataclasses.replace(fit_prior, sigma2_max=sigma2_max)
+            fit_prior = dataclasses.replace(fit_prior, sigma2_max=sigma2_max, theta_scale=theta_scale)
             t0 = time.perf_counter()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -609,6 +611,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--sigma2-max", default="inf", help="the priors' bound on sigma_y^2: inf (the default prior's), auto, a number"
     )
+    ap.add_argument(
+        "--theta-scale",
+        default="auto",
+        choices=["auto", "release", "features"],
+        help="the priors' theta_scale (Prior.theta_scale): auto (the default prior's), theta's prior at the "
+        "release's feature scales, or scaled by the sampled Sigma_x (normalx-nuts only)",
+    )
     args = ap.parse_args(argv)
     sigma2_max = args.sigma2_max if args.sigma2_max == "auto" else float(args.sigma2_max)
     from bayes_dpreg import Prior, configure_threads
@@ -638,7 +647,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{c['id']} reps {reps[0]}-{reps[-1]} done ({seconds:.0f} s)", flush=True)
         write_summary(out, args.suite, read_rows(path), order, methods, header)
 
-    run_tasks(run_chunk, tasks, (methods, args.seed, args.data_dir, sigma2_max), args.workers, written)
+    run_tasks(
+        run_chunk, tasks, (methods, args.seed, args.data_dir, sigma2_max, args.theta_scale), args.workers, written
+    )
     write_summary(out, args.suite, read_rows(path), order, methods, header)
     print((out / f"coverage_{args.suite}.md").read_text())
     return 0

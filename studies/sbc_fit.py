@@ -39,6 +39,7 @@ import bayes_dpreg as bd
 from bayes_dpreg.model.prior import Prior, PriorScales
 from bayes_dpreg.posterior.sbc import simulate_from_prior, summaries, uniformity_pvalue
 from bayes_dpreg.privacy.noisy_stats import NoisyStats
+from bayes_dpreg.samplers import get as get_sampler
 from studies.sbc_rounds import L, thinned_ranks
 
 bd.enable_x64()  # the simulation calls the model's distributions directly
@@ -69,8 +70,10 @@ CASES = {
 
 def default_prior(case: Case) -> Prior:
     """``Prior()`` made concrete at the case's public scale, as ``fit`` resolves ``"auto"`` for a release
-    whose features have mean square 1 and whose response is bounded by ``y_bound``."""
-    return Prior().autoscaled(PriorScales(y_bound=case.y_bound, feature_ms=np.ones(case.d)), case.d)
+    whose features have mean square 1 and whose response is bounded by ``y_bound``, and for the case's
+    method (``theta_scale``: :meth:`~bayes_dpreg.Prior.for_theta_scale`)."""
+    prior = Prior().for_theta_scale(get_sampler(case.method).theta_scales, case.method)
+    return prior.autoscaled(PriorScales(y_bound=case.y_bound, feature_ms=np.ones(case.d)), case.d)
 
 
 def simulate(case: Case, key: jax.Array, reps: int) -> tuple[dict[str, np.ndarray], list[list[NoisyStats]]]:
@@ -149,7 +152,9 @@ def report(name: str, case: Case, reps: int, seed: int, res: Run, target_accept:
         f"n_j = {case.n})\n\n"
         f"command: `python -m studies.sbc_fit --case {name} --reps {reps} --seed {seed}{ta}`\n\n"
         f"{reps} releases simulated from the default prior at `y_bound = {case.y_bound}`, `E[x_k^2] = 1`: "
-        f"`theta ~ N(0, {float(np.asarray(pr.C)[0, 0]):.4g} I)`, "
+        f"`theta ~ N(0, {float(np.asarray(pr.C)[0, 0]):.4g} I)`"
+        + ("" if pr.theta_ms is None else " at `Sigma_x,kk = 1`, `theta_k | Sigma_x` scaled by `Sigma_x,kk^(-1/2)`")
+        + ", "
         f"`sigma_y^2 ~ IG({float(pr.a):g}, {float(pr.b):.4g})` (no bound), "
         f"`Sigma_x = D R D`, `log D_kk ~ N(0, 1)`, `R ~ LKJ(1)`; release noise sd {cal.sigma_S:.4g} on `S~_j` and "
         f"`z~_j` (eps = {case.epsilon:g}, delta = {case.delta:g}, bounds {case.x_bound:g} and {case.y_bound:g}). "

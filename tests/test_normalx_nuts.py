@@ -2,18 +2,24 @@
 coordinates invert, it recovers the exact posterior where one exists, and it is calibrated (SBC)."""
 
 from dataclasses import replace
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy.linalg import block_diag
+from scipy.stats import multivariate_normal
 from _shared import assert_density_is_reference_up_to_a_constant, exact_theta_moments, unit_releases
 
 import bayes_dpreg as bd
+from bayes_dpreg.model.closed_form import theta_conditional
 from bayes_dpreg.model.densities import prior_dists
-from bayes_dpreg.model.prior import Prior
+from bayes_dpreg.model.prior import Prior, prior_scales, theta_prior_cov
 from bayes_dpreg.posterior.sbc import sbc, simulate_from_prior
+from bayes_dpreg.samplers import get as get_sampler
 from bayes_dpreg.samplers import normalx
+from bayes_dpreg.stats import stack_stats
 from bayes_dpreg.samplers import normalx_nuts as nn
 
 PRIOR = Prior(m=[0.1, -0.2, 0.3], C=2.0, a=3.0, b=2.0, Lambda=[[2.0, 0.3, 0.0], [0.3, 1.5, 0.1], [0.0, 0.1, 1.0]],
@@ -70,6 +76,87 @@ def test_density_is_the_model_density_plus_the_log_jacobian(seed):
     x1 = _flat(jax.jit(nn.to_unconstrained)(params["Sigma_x"], params["S"], params["sigma2"], data, ref, pr))
     assert_density_is_reference_up_to_a_constant(_log_density, _reference_density, x1, seed, (data, pr, ref),
                                                   rtol=1e-9, atol=1e-8)
+
+
+def _z_marginal(S, s2, data, m, C):
+    """log p(z~ | S, sigma2) with theta ~ N(m, C) integrated out, as one dense Gaussian over the J d numbers:
+    mean A m and covariance A C A^T + blockdiag(sigma2 S_j + sigma_z,j^2 I), A the S_j stacked."""
+    J, d = data.z_tilde.shape
+    S = np.asarray(S)
+    A = S.reshape(J * d, d)
+    cov = A @ C @ A.T + block_diag(*[float(s2) * S[j] + float(data.sigma_z[j]) ** 2 * np.eye(d) for j in range(J)])
+    return multivariate_normal(A @ m, cov).logpdf(np.asarray(data.z_tilde).ravel())
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_theta_scaled_by_the_features_is_integrated_under_its_prior_given_sigma_x(seed):
+    """Prior(theta_scale="features"): theta | Sigma_x ~ N(m, D^-1 C D^-1), D = diag(sqrt(Sigma_x,kk / Lambda_kk)).
+    The density changes from the fixed prior's by the change of the z~ marginal (a dense Gaussian), at the truth
+    and at a point away from it; the fixed prior's density is the model's (the test above)."""
+    pr, params, data, ref = _problem(seed)
+    pr_f = replace(PRIOR, sigma2_max=1.5 if seed % 2 else PRIOR.sigma2_max, theta_scale="features").resolve(3)
+    np.testing.assert_array_equal(pr_f.theta_ms, np.diag(pr.Lambda))
+    z0 = jax.jit(nn.to_unconstrained)(params["Sigma_x"], params["S"], params["sigma2"], data, ref, pr)
+    keys = jax.random.split(jax.random.key(seed), 3)
+    away = {k: v + 0.3 * jax.random.normal(kk, v.shape, v.dtype) for (k, v), kk in zip(z0.items(), keys)}
+    density = jax.jit(nn.log_density)
+    for z in (z0, away):
+        L, _, S, s2 = nn.unpack(z, data, ref, pr)
+        Sigma_x = np.asarray(nn.sigma_x_of(L, ref))
+        s = np.sqrt(np.diag(Sigma_x) / np.diag(pr.Lambda))
+        expected = _z_marginal(S, s2, data, pr.m, pr.C / np.outer(s, s)) - _z_marginal(S, s2, data, pr.m, pr.C)
+        got = density(z, data, pr_f, ref) - density(z, data, pr, ref)
+        np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-8)
+
+
+def test_theta_scaled_by_the_features_is_drawn_from_its_conditional_at_the_drawn_sigma_x():
+    """The draws of theta given a state: eq. (12) with C replaced by D^-1 C D^-1 at the state's Sigma_x."""
+    pr, params, data, ref = _problem(0)
+    pr_f = replace(PRIOR, theta_scale="features").resolve(3)
+    z = jax.jit(nn.to_unconstrained)(params["Sigma_x"], params["S"], params["sigma2"], data, ref, pr)
+    state = nn.NCState(SimpleNamespace(z=z), ref)
+    got = nn.draws(state, data, pr_f, jax.random.key(5))
+    s = np.sqrt(np.diag(np.asarray(got["Sigma_x"])) / np.diag(pr.Lambda))
+    C_f = jnp.asarray(pr.C / np.outer(s, s))
+    want = theta_conditional(got["S"], data.z_tilde, got["sigma2"], data.sigma_z**2, jnp.asarray(pr.m),
+                             jnp.linalg.inv(C_f)).sample(jax.random.key(5))
+    np.testing.assert_allclose(got["theta"], want, rtol=1e-9)
+    fixed = nn.draws(state, data, pr, jax.random.key(5))["theta"]
+    assert np.max(np.abs(np.asarray(fixed) - np.asarray(want))) > 1e-6  # the scaling changes the draw here
+
+
+def test_theta_prior_as_reports_read_it_is_at_the_fitted_feature_scales():
+    pr = replace(PRIOR, theta_scale="features").resolve(3)
+    at_ref = np.broadcast_to(np.diag(pr.theta_ms), (5, 3, 3))
+    np.testing.assert_allclose(theta_prior_cov(pr, at_ref), pr.C)
+    scales = np.diag([4.0, 1.0, 0.25]) * pr.theta_ms  # features 2, 1, 1/2 times as wide: theta's sds 1/2, 1, 2 times
+    np.testing.assert_allclose(np.sqrt(np.diag(theta_prior_cov(pr, scales[None]))), np.sqrt(np.diag(pr.C)) * [0.5, 1, 2])
+    np.testing.assert_array_equal(theta_prior_cov(PRIOR.resolve(3), None), PRIOR.resolve(3).C)
+
+
+def test_the_default_prior_scales_theta_by_the_features_where_fit_takes_this_sampler():
+    """``theta_scale="auto"``: ``"features"`` for this sampler where ``C`` is autoscaled (the default at small
+    parties), ``"release"`` where ``C`` is given and for the other methods; the fit records it."""
+    stats, _, _ = unit_releases(150, 2, 3, 1.0, seed=4)  # 50 rows a party: fit takes normalx-nuts
+    with pytest.warns(UserWarning):  # seeded releases
+        idata = bd.fit(stats, num_warmup=100, num_samples=100, num_chains=2, seed=0)
+    attrs = idata.posterior.attrs
+    assert attrs["method"] == "normalx-nuts" and "theta_scale='features'" in attrs["prior"]
+    assert "scaled by sqrt(E[x_k²] / Σ_x,kk) at the sampled Σ_x" in attrs["prior_description"]
+    sd_at_release = np.sqrt(np.diag(Prior().resolve(2, prior_scales(stack_stats(stats))).C))
+    assert not np.allclose(attrs["prior_theta_sd"], sd_at_release)  # read at the fitted scales
+    assert Prior(C=1.0).for_theta_scale(nn.SAMPLER.theta_scales, "normalx-nuts").theta_scale == "release"
+    for method in ("normalx-clt", "normalx-pooled", "fixeds"):
+        assert Prior().for_theta_scale(get_sampler(method).theta_scales, method).theta_scale == "release"
+
+
+def test_theta_scaled_by_the_features_is_taken_where_the_model_draws_sigma_x_and_integrates_theta():
+    stats, _, _ = unit_releases(500, 2, 2, 1.0, seed=3)
+    for method in ("fixeds", "normalx-clt", "fast"):
+        with pytest.raises(ValueError, match="theta_scale"):
+            bd.fit(stats, method=method, prior=Prior(theta_scale="features"))
+    with pytest.raises(ValueError, match="theta_scale must be one of"):
+        Prior(theta_scale="x")
 
 
 @pytest.mark.parametrize("seed", [2, 3])

@@ -44,12 +44,28 @@ def _fit(stats, method, prior=None, **kw):
 @pytest.fixture(scope="module")
 def nuts():
     stats, _ = _stats()
-    return stats, _fit(stats, "normalx-nuts", num_warmup=300, num_samples=300)
+    # theta's prior fixed (C at the release's feature scales), as every method but this one has it by default
+    return stats, _fit(stats, "normalx-nuts", bd.Prior(theta_scale="release"), num_warmup=300, num_samples=300)
+
+
+def test_log_prior_of_theta_scaled_by_the_features_is_its_conditional_at_the_drawn_sigma_x():
+    """This sampler's default (``theta_scale="features"``): ``theta | Sigma_x ~ N(m, D^-1 C D^-1)``,
+    ``D = diag(sqrt(Sigma_x,kk / E[x_k^2]))``, at each draw's ``Sigma_x``, written apart from the package."""
+    stats, _ = _stats(n=300)
+    idata = _fit(stats, "normalx-nuts", num_warmup=150, num_samples=100)
+    pr = bd.Prior(theta_scale="features").resolve(2, prior_scales(stack_stats(stats)))
+    theta = idata.posterior["theta"].values[0, :5]
+    Sigma_x = idata.latent_posterior["Sigma_x"].values[0, :5]
+    inv_s = [np.sqrt(np.diag(pr.Lambda) / np.diag(S)) for S in Sigma_x]
+    expected = [sps.multivariate_normal(pr.m, pr.C * np.outer(v, v)).logpdf(t) for t, v in zip(theta, inv_s)]
+    np.testing.assert_allclose(idata.log_prior["theta"].values[0, :5], expected, rtol=1e-10)
+    fixed = sps.multivariate_normal(pr.m, pr.C).logpdf(theta)
+    assert np.max(np.abs(fixed - expected)) > 1e-3  # the scaling matters at these draws
 
 
 def test_log_prior_holds_each_prior_factor_at_the_draws(nuts):
     stats, idata = nuts
-    pr = bd.Prior().resolve(2, prior_scales(stack_stats(stats)))
+    pr = bd.Prior(theta_scale="release").resolve(2, prior_scales(stack_stats(stats)))
     lp = idata.log_prior
     assert set(lp.data_vars) == {"theta", "sigma2", "Sigma_x"}
     theta = idata.posterior["theta"].values[0, :5]

@@ -167,3 +167,19 @@ def test_the_square_root_density_is_the_separation_priors(d):
         want = float(_separation_log_prob(lam, jnp.asarray(Sigma)))
         got = float(_separation_log_prob_sqrt(lam, jnp.asarray(F), jnp.linalg.slogdet(Sigma)[1]))
         assert got == pytest.approx(want, rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("family", ["lkj", "iw"])
+def test_numpy_draws_of_the_diagonal_follow_the_prior(family):
+    """``sigma_x_diagonal_draws`` (the prior group's theta under ``theta_scale="features"``) against the
+    diagonal of the distribution's own draws."""
+    from bayes_dpreg.model.densities import sigma_x_diagonal_draws
+
+    kw = {"Sigma_x_prior": "lkj", "scale_sd": 0.7} if family == "lkj" else {"kappa": 5.0}
+    pr = Prior(C=1.0, b=1.0, Lambda=[2.0, 0.5, 1.0], **kw).resolve(3)
+    ours = sigma_x_diagonal_draws(pr, np.random.default_rng(0), 4000)
+    theirs = np.diagonal(np.asarray(prior_dist(pr, "Sigma_x").sample(jax.random.key(0), (4000,))), axis1=-2, axis2=-1)
+    for k in range(3):
+        assert ks_2samp(ours[:, k], theirs[:, k]).pvalue > 1e-3, (family, k)
+    other = sigma_x_diagonal_draws(pr._replace(Lambda=2.0 * pr.Lambda), np.random.default_rng(0), 4000)
+    assert ks_2samp(other[:, 1], theirs[:, 1]).pvalue < 1e-6  # it can tell a scale twice as large

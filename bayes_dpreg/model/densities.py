@@ -33,7 +33,7 @@ from numpyro.infer.util import log_density
 
 from ..stats import StackedStats
 from .closed_form import EigenParties, eigen_parties
-from .linalg import nearest_psd
+from .linalg import nearest_psd, spd_inverse
 from .prior import ResolvedPrior
 
 # NumPyro validates a distribution's arguments when it is built (on by default). The densities
@@ -269,6 +269,47 @@ def prior_dist(pr: ResolvedPrior, name: str) -> dist.Distribution:
             return ScaledLKJ(jnp.asarray(pr.Lambda), pr.eta, 1.0 if pr.scale_sd is None else pr.scale_sd)
         return dist.InverseWishart(pr.kappa, scale_matrix=jnp.asarray(pr.Lambda), **_NO_CHECK)
     raise KeyError(f"no prior factor {name!r}; the factors are {PRIOR_SITES}")
+
+
+def theta_feature_scale(pr: ResolvedPrior, Sigma_x: Array | None) -> Array | None:
+    """``D = diag(sqrt(Sigma_x,kk / theta_ms_k))`` (its diagonal) where the prior scales ``theta`` by
+    the features (``Prior(theta_scale="features")``, ``pr.theta_ms`` set):
+    ``theta | Sigma_x ~ N(m, D^{-1} C D^{-1})``, so each contribution ``theta_k x_k`` has the prior
+    scale ``C`` gives it at ``E[x_k^2] = theta_ms_k`` whatever ``E[x_k^2] = Sigma_x,kk`` is.
+    ``None`` where ``C`` is fixed."""
+    if pr.theta_ms is None:
+        return None
+    if Sigma_x is None:
+        raise ValueError("this prior scales theta by the features (theta_scale='features'): give Sigma_x")
+    return jnp.sqrt(jnp.diagonal(Sigma_x, axis1=-2, axis2=-1) / jnp.asarray(pr.theta_ms))
+
+
+def sigma_x_diagonal_draws(pr: ResolvedPrior, rng: np.random.Generator, num: int) -> np.ndarray:
+    """``(num, d)`` draws of ``Sigma_x``'s diagonal from its prior, by NumPy (no program to compile):
+    under the separation prior ``Sigma_x,kk = D_kk^2`` (``R_kk = 1``), ``log D_kk ~ N(log Lambda_kk / 2,
+    scale_sd^2)``; under ``IW(Lambda, kappa)`` the marginal ``Sigma_x,kk ~ IG((kappa - d + 1) / 2,
+    Lambda_kk / 2)``."""
+    lam = np.diag(np.asarray(pr.Lambda, dtype=np.float64))
+    if pr.eta is not None:
+        sd = 1.0 if pr.scale_sd is None else float(pr.scale_sd)
+        return lam * np.exp(2.0 * sd * rng.standard_normal((num, lam.size)))
+    return 0.5 * lam / rng.gamma(0.5 * (float(pr.kappa) - lam.size + 1.0), 1.0, (num, lam.size))
+
+
+def theta_precision(pr: ResolvedPrior, Sigma_x: Array | None = None) -> Array:
+    """``theta``'s prior precision: ``C^{-1}``, or ``D C^{-1} D`` at ``Sigma_x``
+    (:func:`theta_feature_scale`)."""
+    C_inv = spd_inverse(jnp.asarray(pr.C))
+    s = theta_feature_scale(pr, Sigma_x)
+    return C_inv if s is None else s[..., :, None] * C_inv * s[..., None, :]
+
+
+def theta_prior(pr: ResolvedPrior, Sigma_x: Array | None = None) -> dist.MultivariateNormal:
+    """``theta``'s prior: ``N(m, C)`` (:func:`prior_dist`), or ``N(m, D^-1 C D^-1)`` given ``Sigma_x``
+    (batched) where the prior scales ``theta`` by the features (:func:`theta_feature_scale`)."""
+    if pr.theta_ms is None:
+        return prior_dist(pr, "theta")
+    return dist.MultivariateNormal(jnp.asarray(pr.m), precision_matrix=theta_precision(pr, Sigma_x), **_NO_CHECK)
 
 
 def prior_dists(pr: ResolvedPrior) -> dict[str, dist.Distribution]:

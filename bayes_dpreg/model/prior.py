@@ -50,6 +50,7 @@ Scalar_or_matrix = float | list | np.ndarray | str
 
 AUTO = "auto"
 SIGMA_X_PRIORS = ("auto", "iw", "lkj")
+THETA_SCALES = ("auto", "release", "features")
 DEFAULT_SIGMA_X_PRIOR = "lkj"
 """What ``Sigma_x_prior="auto"`` means where the method can take it (``docs/prior.md``)."""
 
@@ -125,6 +126,18 @@ def release_lambda(stats: NoisyStats | Sequence[NoisyStats]) -> np.ndarray:
     return np.asarray(pooled_covariance(S_sum, n_total, jnp.asarray(noise)), dtype=np.float64)
 
 
+def theta_prior_cov(pr: ResolvedPrior, Sigma_x_draws: Any = None) -> np.ndarray:
+    """``theta``'s prior covariance as a report reads it: ``C``, or, where the prior scales ``theta`` by
+    the features (:func:`~bayes_dpreg.model.densities.theta_feature_scale`), the mean of ``D^-1 C D^-1``
+    over draws of ``Sigma_x`` (``(..., d, d)``, the fit's): the prior at the feature scales the fit inferred."""
+    C = np.asarray(pr.C, dtype=np.float64)
+    if pr.theta_ms is None:
+        return C
+    diag = np.diagonal(np.asarray(Sigma_x_draws, dtype=np.float64), axis1=-2, axis2=-1).reshape(-1, C.shape[0])
+    inv_s = np.sqrt(np.asarray(pr.theta_ms) / diag)
+    return C * np.mean(inv_s[:, :, None] * inv_s[:, None, :], axis=0)
+
+
 def _g(v: float) -> str:
     return f"{float(v):.3g}"
 
@@ -139,6 +152,12 @@ def describe_prior(pr: ResolvedPrior, names: list[str], intercept: bool = False)
         if diagonal_C
         else f"θ ~ N(m, C), prior sds {', '.join(_g(s) for s in sd)}"
     )
+    if pr.theta_ms is not None:
+        theta += (
+            " where the features' mean squares E[x_k²] are "
+            + ", ".join(_g(v) for v in pr.theta_ms)
+            + ", each sd scaled by sqrt(E[x_k²] / Σ_x,kk) at the sampled Σ_x"
+        )
     lam = np.asarray(pr.Lambda)
     feats = names[1:] if intercept else names
     scale = (
@@ -217,6 +236,7 @@ class ResolvedPrior(NamedTuple):
     eta: float | None = None  # Sigma_x ~ ScaledLKJ(Lambda, eta, scale_sd); None: IW(Lambda, kappa)
     scale_sd: float | None = None
     sigma2_max: float | None = None  # sigma_y^2 ~ IG(a, b) on (0, sigma2_max]; None: no bound
+    theta_ms: np.ndarray | None = None  # (d,) Sigma_x's diagonal at which theta's prior is C; None: C fixed
 
 
 @dataclass(frozen=True)
@@ -254,6 +274,16 @@ class Prior:
     * ``mu_x = 0``, ``mu_x_cov = 10 I``: the feature mean ``x_i ~ N(mu_x, Sigma_x)`` of the
       intercept model (App. B.2); with an intercept, ``m``, ``C`` and ``nig_precision`` are
       of dimension ``d + 1`` (intercept first) and ``Lambda`` of dimension ``d``.
+    * ``theta_scale = "auto"``: ``"features"`` where ``C`` is ``"auto"`` and the method takes it
+      (``normalx-nuts``, the default where a party is small), else ``"release"``. ``"release"``:
+      ``theta ~ N(m, C)`` with ``C`` fixed (for ``"auto"``, at the features' mean squares read off
+      the release). ``"features"``: ``theta | Sigma_x ~ N(m, D^{-1} C D^{-1})``,
+      ``D = diag(sqrt(Sigma_x,kk / Lambda_kk))``: ``C`` is ``theta``'s prior where the features'
+      mean squares are ``Lambda``'s diagonal, and each coefficient's prior scale follows its
+      feature's sampled scale, so the prior of each contribution ``theta_k x_k`` stays put where
+      the release does not resolve ``E[x_k^2]`` (``docs/prior.md``, *Where the release does not
+      resolve the features' scale*). :meth:`resolve` alone reads ``"auto"`` as ``"release"``;
+      :func:`~bayes_dpreg.fit` resolves it for its method (:meth:`for_theta_scale`).
 
     The paper's experimental settings are in ``models/alparslan2023.toml``.
     """
@@ -271,8 +301,11 @@ class Prior:
     eta: float = 1.0
     scale_sd: float = 1.0
     sigma2_max: float | str = math.inf
+    theta_scale: str = AUTO
 
     def __post_init__(self) -> None:
+        if self.theta_scale not in THETA_SCALES:
+            raise ValueError(f"prior theta_scale must be one of {THETA_SCALES}, got {self.theta_scale!r}")
         if self.Sigma_x_prior not in SIGMA_X_PRIORS:
             raise ValueError(f"prior Sigma_x_prior must be one of {SIGMA_X_PRIORS}, got {self.Sigma_x_prior!r}")
         if self.Sigma_x_prior == "lkj" and (self.kappa is not None or _full_matrix(self.Lambda)):
@@ -324,6 +357,19 @@ class Prior:
             raise ValueError(
                 f"method {method!r} needs Sigma_x_prior in {families} (its algorithm uses the inverse-Wishart's "
                 f"conjugacy), got {self.Sigma_x_prior!r}"
+            )
+        return self
+
+    def for_theta_scale(self, scales: tuple[str, ...], method: str) -> Prior:
+        """This prior with ``theta_scale="auto"`` made concrete for a method whose model takes the
+        ``scales`` (``"features"`` where it is among them and ``C`` is ``"auto"``); an explicit value
+        the method cannot take is a clear error."""
+        if self.theta_scale == AUTO:
+            return replace(self, theta_scale="features" if "features" in scales and _is_auto(self.C) else "release")
+        if self.theta_scale not in scales:
+            raise ValueError(
+                f"method {method!r} takes theta_scale in {scales} (theta's prior scaled by the sampled "
+                f"Sigma_x needs a sampler that draws Sigma_x and integrates theta per draw), got {self.theta_scale!r}"
             )
         return self
 
@@ -420,6 +466,7 @@ class Prior:
             eta=float(self.eta) if self.sigma_x_family == "lkj" else None,
             scale_sd=float(self.scale_sd) if self.sigma_x_family == "lkj" else None,
             sigma2_max=self._sigma2_max(),
+            theta_ms=np.diag(_spd("Lambda", self.Lambda, d)).copy() if self.theta_scale == "features" else None,
         )
 
     def _scaled_by(self, scales: PriorScales | None) -> bool:
@@ -446,6 +493,8 @@ class Prior:
         ``scales`` are those of the released ``[1, x]`` statistics (``d + 1`` entries, the
         first, ``E[1^2] = 1``, gives the intercept the prior sd ``y_bound``); ``Lambda``
         takes the features' entries."""
+        if self.theta_scale == "features":
+            raise ValueError("the intercept model takes theta_scale='release' only (theta's prior has d + 1 entries)")
         if self._scaled_by(scales):
             if scales is None:
                 raise ValueError("this prior has 'auto' hyperparameters: resolve it with scales=prior_scales(stats)")

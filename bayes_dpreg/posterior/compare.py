@@ -161,7 +161,12 @@ def _setup(
     stats = as_stats_list(stats)
     check_distinct(stats)
     st = stack_stats(stats)
-    pr = resolve_prior(prior).for_sigma2_bound(False, "evidence").resolve(st.d, prior_scales(st))
+    pr = (
+        resolve_prior(prior)
+        .for_sigma2_bound(False, "evidence")
+        .for_theta_scale(("release",), "evidence")
+        .resolve(st.d, prior_scales(st))
+    )
     data = fixeds_data(model_data(st))
     names = _coef_names(coef_names, st)
     return pr, data, names, list(st.parties), np.asarray(data.S_tilde), np.asarray(data.z_tilde)

@@ -26,7 +26,7 @@ from jax import Array
 from scipy.stats import chi2
 
 from ..model.closed_form import eigen_parties
-from ..model.densities import ModelData, intercept_design, prior_dists
+from ..model.densities import ModelData, intercept_design, prior_dists, theta_feature_scale
 from ..model.prior import ResolvedPrior
 from ..runtime.entry import public
 from ..samplers import get as get_sampler
@@ -72,6 +72,7 @@ def simulate_from_prior(
     k = jax.random.split(key, 7)
     pd = prior_dists(pr)
     theta, sigma2, Sigma_x = pd["theta"].sample(k[0]), pd["sigma2"].sample(k[1]), pd["Sigma_x"].sample(k[2])
+    theta = _scaled_by_features(theta, pr, Sigma_x)
     S = dist.Wishart(n, scale_matrix=Sigma_x).sample(k[3])
     z = dist.MultivariateNormal(S @ theta, covariance_matrix=sigma2 * S).sample(k[4])
     S_tilde = S if fixed_S else S + sigma_S[:, None, None] * _sym_noise(k[5], J, d, S.dtype)
@@ -85,6 +86,13 @@ def simulate_from_prior(
         yty = fit + sigma2 * 2.0 * jax.random.gamma(k_chi, (n - d) / 2.0, dtype=S.dtype)
         data = data._replace(u_tilde=yty + sigma_u * jax.random.normal(k_u, (J,), S.dtype), sigma_u=sigma_u)
     return params, data
+
+
+def _scaled_by_features(theta: Array, pr: ResolvedPrior, Sigma_x: Array) -> Array:
+    """A draw of ``N(m, C)`` carried to ``theta | Sigma_x ~ N(m, D^{-1} C D^{-1})`` where the prior scales
+    ``theta`` by the features (:func:`~bayes_dpreg.model.densities.theta_feature_scale`)."""
+    s = theta_feature_scale(pr, Sigma_x)
+    return theta if s is None else jnp.asarray(pr.m) + (theta - jnp.asarray(pr.m)) / s
 
 
 def simulate_intercept_from_prior(

@@ -115,7 +115,8 @@ class Sampler:
     ``needs_wishart``: models ``S_j ~ W(Sigma_x, n_j)`` (``n_j > d + 1``); ``sigma_x_priors``: the
     priors of ``Sigma_x`` its algorithm takes (``Prior.Sigma_x_prior``; ``"auto"`` picks ``"lkj"``
     where listed); ``sigma2_bound``: its model takes the bound ``sigma_y^2 <= sigma2_max``
-    (``Prior.sigma2_max``; the paper's samplers keep its unbounded model).
+    (``Prior.sigma2_max``; the paper's samplers keep its unbounded model); ``theta_scales``: the
+    ``Prior.theta_scale`` values its model takes.
     ``centred_features``: models zero-mean features (rejects ``intercept=True`` releases);
     ``needs_intercept``: needs them (its prior has ``d + 1`` coefficients).
     ``models_release_noise``: the posterior accounts for the noise in ``S~_j`` (the
@@ -136,6 +137,7 @@ class Sampler:
     needs_wishart: bool = False
     sigma_x_priors: tuple[str, ...] = ("iw",)
     sigma2_bound: bool = False
+    theta_scales: tuple[str, ...] = ("release",)
     centred_features: bool = False
     needs_intercept: bool = False
     models_release_noise: bool = False

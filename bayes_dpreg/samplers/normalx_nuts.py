@@ -66,9 +66,10 @@ from ..model.densities import (
     sigma2_coordinate,
     sigma2_of,
     sigma2_start,
+    theta_precision,
     upper,
 )
-from ..model.linalg import from_log_cholesky, log_cholesky, nearest_psd, pooled_covariance, spd_inverse, symmetrize
+from ..model.linalg import from_log_cholesky, log_cholesky, nearest_psd, pooled_covariance, symmetrize
 from ..model.prior import ResolvedPrior
 from ..stats import StackedStats
 from .base import RUN_OPTIONS, ChainKernel, MethodResult, Sampler, positive_int, run_chains
@@ -238,10 +239,11 @@ def log_density(z: dict, data: ModelData, pr: ResolvedPrior, ref: Reference) -> 
     and the ``z~`` likelihood is :func:`~bayes_dpreg.model.closed_form.collapsed_log_lik`. Tested
     equal to the model's density plus a numerically differentiated log-Jacobian."""
     L, R, S, sigma2 = unpack(z, data, ref, pr)
+    Sigma_x = None if pr.theta_ms is None else sigma_x_of(L, ref)
     return (
         sigma_x_log_density(L, pr, ref.Q)
         + wishart_log_density(R, data.n)
-        + observed_log_density(S, sigma2, sigma2_of(z["ls2"], pr)[1], data, pr)
+        + observed_log_density(S, sigma2, sigma2_of(z["ls2"], pr)[1], data, pr, Sigma_x)
     )
 
 
@@ -270,19 +272,20 @@ def wishart_log_density(R: Array, dof: Array) -> Array:
     return ((dof[:, None] - i) * log_R).sum() - 0.5 * (R**2).sum()
 
 
-def observed_log_density(S: Array, sigma2: Array, log_jac: Array, data: ModelData, pr: ResolvedPrior) -> Array:
+def observed_log_density(
+    S: Array, sigma2: Array, log_jac: Array, data: ModelData, pr: ResolvedPrior, Sigma_x: Array | None = None
+) -> Array:
     """The factors given the Gram matrices ``S_j``: ``S~`` (eq. 8), ``sigma_y^2``'s prior with the
     log-Jacobian ``log_jac`` of its coordinate (:func:`~bayes_dpreg.model.densities.sigma2_of`), and
-    the ``z~`` likelihood with theta integrated out."""
+    the ``z~`` likelihood with theta integrated out (its prior at ``Sigma_x``:
+    :func:`~bayes_dpreg.model.densities.theta_precision`)."""
     J, D = data.z_tilde.shape
     t = party_terms(S, data.z_tilde, sigma2, data.sigma_z**2)
     return (
         S_tilde_dist(S, data).log_prob(upper(data.S_tilde)).sum()
         + prior_dist(pr, "sigma2").log_prob(sigma2)
         + log_jac
-        + collapsed_log_lik(
-            t.U.sum(0), t.u.sum(0), t.c.sum(0), jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C)), J * D
-        )
+        + collapsed_log_lik(t.U.sum(0), t.u.sum(0), t.c.sum(0), jnp.asarray(pr.m), theta_precision(pr, Sigma_x), J * D)
     )
 
 
@@ -391,9 +394,7 @@ def draws(state: NCState, data: ModelData, pr: ResolvedPrior, key: Array) -> dic
     """``Sigma_x``, ``S``, ``sigma2`` of the state and ``theta`` from its exact conditional (eq. 12)."""
     L, _, S, sigma2 = unpack(state.hmc.z, data, state.ref, pr)
     Sigma_x = sigma_x_of(L, state.ref)
-    post = theta_conditional(
-        S, data.z_tilde, sigma2, data.sigma_z**2, jnp.asarray(pr.m), spd_inverse(jnp.asarray(pr.C))
-    )
+    post = theta_conditional(S, data.z_tilde, sigma2, data.sigma_z**2, jnp.asarray(pr.m), theta_precision(pr, Sigma_x))
     return {"theta": post.sample(key), "sigma2": sigma2, "Sigma_x": Sigma_x, "S": S}
 
 
@@ -523,6 +524,7 @@ SAMPLER = Sampler(
     kind="mcmc",
     needs_wishart=True,
     sigma_x_priors=("iw", "lkj"),
+    theta_scales=("release", "features"),
     sigma2_bound=True,
     centred_features=True,
     models_release_noise=True,

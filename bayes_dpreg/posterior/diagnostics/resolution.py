@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from ...model.prior import theta_prior_cov
 from .base import Check, Finding
 from .prior_sensitivity import PriorSensitivityWarning
 
@@ -162,7 +163,8 @@ def check(idata: Any, st: StackedStats, sampler: Sampler, pr: Any) -> Finding:
     release cannot check."""
     names = [str(c) for c in idata.posterior["theta"].coords["coef"].values]
     res = release_resolution(st, names)
-    report = direction_report(res, idata.posterior["theta"].values, pr.C)
+    C = theta_prior_cov(pr, None if pr.theta_ms is None else idata.latent_posterior["Sigma_x"].values)
+    report = direction_report(res, idata.posterior["theta"].values, C)
     attrs = {"unresolved_directions": json.dumps(report), "release_noise_variance": res.noise}
     borrowed = [r for r in report if r["data_share"] > BORROWED_SHARE]
     if not borrowed:
