@@ -1,6 +1,6 @@
 """Coverage of credible intervals and error of the posterior mean, for every method, through ``bayes_dpreg.fit``.
 
-    python -m studies.coverage --suite paper|small|real|correlated|many|tiny [--reps 200] [--workers 2]
+    python -m studies.coverage --suite paper|small|real|correlated|many|tiny|boundary [--reps 200] [--workers 2]
         [--methods normalx-nuts fixeds ...] [--cells ID ...] [--out docs/results/coverage]
 
 Every replication redraws the truth (where it is random), the data (where simulated) and
@@ -37,6 +37,11 @@ Suites (bounds at the data's maxima, as in the paper; ``delta = 1e-5``):
   100 rows and more, are ``normalx-clt``'s): four cells, d in {2, 3, 5}, J in {3, 5}, ``n_j`` 40-120,
   eps in {0.5, 1, 2}, both families, bounds at the data's maxima. Compare ``normalx-nuts`` with
   ``oracle``.
+* ``boundary``: the ``correlated`` suite's data and the default prior at parties of exactly
+  ``max(100, 30 d)`` rows, the smallest where ``fit`` takes ``normalx-clt`` (one row fewer and it takes
+  ``normalx-nuts``): three cells, d in {2, 3, 5}, J = 3, eps = 1. Fit with both, each under its default
+  prior (``theta``'s scaled by the sampled feature scales under ``normalx-nuts``, fixed under
+  ``normalx-clt``), to measure what the switch at that size changes.
 * ``real``: rows of power plant and bike sharing (``../shared/data``, the paper's
   preprocessing), ``J = 5`` consecutive blocks or a random split, eps = 1;
   ``sigma_y^2 ~ IG(3, 0.02)`` and ``theta ~ N(0, tau^2 I)``: ``matched`` (tau = 0.2, fitted with
@@ -93,7 +98,8 @@ ORACLE_OF = {
 MATCHED = ("matched", "matched-clt")
 SIGMA_Y_DOF = 200.0  # the paper suite's sigma_y = 1 is a point mass: matched_prior's IG(dof, dof - 1) has sd 0.07
 LEVELS = (0.5, 0.9, 0.95)
-CORRELATED = ("correlated", "many", "tiny")  # the suites whose data _correlated draws
+SUITES = ("paper", "small", "real", "correlated", "many", "tiny", "boundary")
+CORRELATED = ("correlated", "many", "tiny", "boundary")  # the suites whose data _correlated draws
 RELEASE_OF = {"bs": "bs", "adassp": "adassp"}  # others use the plain SSP release
 DATA_FILES = {"power_plant": "power_plant_energy.csv", "bike_sharing": "bike_sharing.csv"}
 
@@ -139,6 +145,13 @@ def cells(suite: str) -> list[dict[str, Any]]:
             d = (3, 5, 10)[i % 3]
             out.append(_correlated_cell("corr", suite, d, J, nj, eps, fam, bounds))
         return out
+    if suite == "boundary":  # parties of clt_min_rows(d) rows, the smallest where fit takes normalx-clt
+        from bayes_dpreg.samplers.sizes import clt_min_rows
+
+        return [
+            _correlated_cell("boundary", suite, d, 3, clt_min_rows(d), 1.0, fam)
+            for d, fam in ((2, "lkj"), (3, "iw"), (5, "lkj"))
+        ]
     if suite == "tiny":  # parties below clt_min_rows(d), where fit takes normalx-nuts: the correlated suite's data
         return [
             _correlated_cell("tiny", suite, d, J, nj, eps, fam)
@@ -599,7 +612,7 @@ def write_summary(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--suite", required=True, choices=["paper", "small", "real", "correlated", "many", "tiny"])
+    ap.add_argument("--suite", required=True, choices=list(SUITES))
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 1)))
     ap.add_argument("--chunk", type=int, default=10, help="replications per task")

@@ -169,3 +169,18 @@ def test_the_tiny_suite_is_where_fit_takes_the_exact_sampler():
     assert {default_method(c["d"], c["J"], c["n"] // c["J"]) for c in small} == {"normalx-clt"}
     assert {c["family"] for c in tiny} == {"iw", "lkj"} and len(tiny) >= 4
     assert all(cov.oracle_prior(c, 0, 2026) is not None for c in tiny)
+
+
+def test_the_boundary_suite_sits_where_fit_switches_from_the_exact_sampler():
+    """``boundary`` cells have the fewest rows a party at which ``fit`` takes ``normalx-clt``; one fewer and it
+    takes ``normalx-nuts``, whose default prior scales ``theta`` by the sampled feature scales."""
+    from bayes_dpreg import Prior
+    from bayes_dpreg.samplers import default_method, get
+    from studies import coverage as cov
+
+    for c in cov.cells("boundary"):
+        nj = c["n"] // c["J"]
+        assert default_method(c["d"], c["J"], nj) == "normalx-clt"
+        assert default_method(c["d"], c["J"], nj - 1) == "normalx-nuts"
+    assert Prior().for_theta_scale(get("normalx-nuts").theta_scales, "normalx-nuts").theta_scale == "features"
+    assert Prior().for_theta_scale(get("normalx-clt").theta_scales, "normalx-clt").theta_scale == "release"
