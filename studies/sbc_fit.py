@@ -71,8 +71,8 @@ CASES = {
 def default_prior(case: Case) -> Prior:
     """``Prior()`` made concrete at the case's public scale, as ``fit`` resolves ``"auto"`` for a release
     whose features have mean square 1 and whose response is bounded by ``y_bound``, and for the case's
-    method (``theta_scale``: :meth:`~bayes_dpreg.Prior.for_theta_scale`)."""
-    prior = Prior().for_theta_scale(get_sampler(case.method).theta_scales, case.method)
+    method (:meth:`~bayes_dpreg.Prior.for_sampler`)."""
+    prior = Prior().for_sampler(get_sampler(case.method))
     return prior.autoscaled(PriorScales(y_bound=case.y_bound, feature_ms=np.ones(case.d)), case.d)
 
 

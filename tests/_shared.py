@@ -108,8 +108,7 @@ def sampler_problem(sampler):
     """A tiny problem for ``sampler`` (d = 2, J = 2): stacked statistics of the release it takes and
     the prior ``fit`` would resolve."""
     st = _sampler_stats(sampler.mechanisms[0], sampler.needs_intercept)
-    prior = (Prior().for_families(sampler.sigma_x_priors, sampler.name)
-             .for_theta_scale(sampler.theta_scales, sampler.name))
+    prior = Prior().for_sampler(sampler)
     scales = prior_scales(st)
     pr = prior.resolve_intercept(st.d - 1, scales) if sampler.needs_intercept else prior.resolve(st.d, scales)
     return st, pr

@@ -57,7 +57,7 @@ def sbc() -> None:
 
     stats = parties(d=4, J=3)
     n = np.array([s.n for s in stats])
-    prior = Prior().for_families(get_sampler("fixeds").sigma_x_priors, "fixeds")
+    prior = Prior().for_sampler(get_sampler("fixeds"))
     pr = prior.resolve(4, prior_scales(stack_stats(stats)))
     sbc_mod.sbc(sbc_mod.jax.random.key(0), "fixeds", pr, n, 20.0, 20.0, replications=40, num_draws=19, thin=1,
                 num_warmup=50)

@@ -124,8 +124,7 @@ def test_every_check_has_a_name_and_a_summary_and_records_its_attrs(check_fits):
     ran = set()
     for method, (stats, idata) in check_fits.items():
         sampler, st = get_sampler(method), stack_stats(stats)
-        pr = (Prior().for_families(sampler.sigma_x_priors, method).for_theta_scale(sampler.theta_scales, method)
-              .resolve(st.d, prior_scales(st)))
+        pr = Prior().for_sampler(sampler).resolve(st.d, prior_scales(st))
         fresh = idata.copy()
         fresh.posterior.attrs = {k: v for k, v in idata.posterior.attrs.items() if k in ("method",)}
         with warnings.catch_warnings():

@@ -34,7 +34,7 @@ from numpyro.infer.util import log_density
 from ..stats import StackedStats
 from .closed_form import EigenParties, eigen_parties
 from .linalg import nearest_psd, spd_inverse
-from .prior import ResolvedPrior
+from .prior import ResolvedPrior, theta_feature_scale
 
 # NumPyro validates a distribution's arguments when it is built (on by default). The densities
 # below are built inside traced code, where the checks see tracers and decide nothing, yet are
@@ -271,19 +271,6 @@ def prior_dist(pr: ResolvedPrior, name: str) -> dist.Distribution:
     raise KeyError(f"no prior factor {name!r}; the factors are {PRIOR_SITES}")
 
 
-def theta_feature_scale(pr: ResolvedPrior, Sigma_x: Array | None) -> Array | None:
-    """``D = diag(sqrt(Sigma_x,kk / theta_ms_k))`` (its diagonal) where the prior scales ``theta`` by
-    the features (``Prior(theta_scale="features")``, ``pr.theta_ms`` set):
-    ``theta | Sigma_x ~ N(m, D^{-1} C D^{-1})``, so each contribution ``theta_k x_k`` has the prior
-    scale ``C`` gives it at ``E[x_k^2] = theta_ms_k`` whatever ``E[x_k^2] = Sigma_x,kk`` is.
-    ``None`` where ``C`` is fixed."""
-    if pr.theta_ms is None:
-        return None
-    if Sigma_x is None:
-        raise ValueError("this prior scales theta by the features (theta_scale='features'): give Sigma_x")
-    return jnp.sqrt(jnp.diagonal(Sigma_x, axis1=-2, axis2=-1) / jnp.asarray(pr.theta_ms))
-
-
 def sigma_x_diagonal_draws(pr: ResolvedPrior, rng: np.random.Generator, num: int) -> np.ndarray:
     """``(num, d)`` draws of ``Sigma_x``'s diagonal from its prior, by NumPy (no program to compile):
     under the separation prior ``Sigma_x,kk = D_kk^2`` (``R_kk = 1``), ``log D_kk ~ N(log Lambda_kk / 2,
@@ -300,7 +287,7 @@ def theta_precision(pr: ResolvedPrior, Sigma_x: Array | None = None) -> Array:
     """``theta``'s prior precision: ``C^{-1}``, or ``D C^{-1} D`` at ``Sigma_x``
     (:func:`theta_feature_scale`)."""
     C_inv = spd_inverse(jnp.asarray(pr.C))
-    s = theta_feature_scale(pr, Sigma_x)
+    s = theta_feature_scale(pr, None if Sigma_x is None else jnp.diagonal(Sigma_x, axis1=-2, axis2=-1))
     return C_inv if s is None else s[..., :, None] * C_inv * s[..., None, :]
 
 

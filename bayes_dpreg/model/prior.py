@@ -25,7 +25,7 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -53,6 +53,19 @@ SIGMA_X_PRIORS = ("auto", "iw", "lkj")
 THETA_SCALES = ("auto", "release", "features")
 DEFAULT_SIGMA_X_PRIOR = "lkj"
 """What ``Sigma_x_prior="auto"`` means where the method can take it (``docs/prior.md``)."""
+
+
+class SamplerTraits(Protocol):
+    """What a prior needs to know of a method (:class:`~bayes_dpreg.samplers.base.Sampler` has it)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def sigma_x_priors(self) -> tuple[str, ...]: ...
+    @property
+    def sigma2_bound(self) -> bool: ...
+    @property
+    def theta_scales(self) -> tuple[str, ...]: ...
 
 
 class PriorScales(NamedTuple):
@@ -126,16 +139,35 @@ def release_lambda(stats: NoisyStats | Sequence[NoisyStats]) -> np.ndarray:
     return np.asarray(pooled_covariance(S_sum, n_total, jnp.asarray(noise)), dtype=np.float64)
 
 
+def theta_feature_scale(pr: ResolvedPrior, Sigma_x_diag: Any) -> Any:
+    """``D = diag(sqrt(Sigma_x,kk / theta_ms_k))`` (its diagonal, from ``Sigma_x``'s diagonal
+    ``(..., d)``, NumPy or JAX) where the prior scales ``theta`` by the features
+    (``Prior(theta_scale="features")``, ``pr.theta_ms`` set): ``theta | Sigma_x ~ N(m, D^{-1} C D^{-1})``,
+    so each contribution ``theta_k x_k`` has the prior scale ``C`` gives it at ``E[x_k^2] = theta_ms_k``
+    whatever ``E[x_k^2] = Sigma_x,kk`` is. ``None`` where ``C`` is fixed."""
+    if pr.theta_ms is None:
+        return None
+    if Sigma_x_diag is None:
+        raise ValueError("this prior scales theta by the features (theta_scale='features'): give Sigma_x")
+    return (Sigma_x_diag / pr.theta_ms) ** 0.5
+
+
 def theta_prior_cov(pr: ResolvedPrior, Sigma_x_draws: Any = None) -> np.ndarray:
     """``theta``'s prior covariance as a report reads it: ``C``, or, where the prior scales ``theta`` by
-    the features (:func:`~bayes_dpreg.model.densities.theta_feature_scale`), the mean of ``D^-1 C D^-1``
-    over draws of ``Sigma_x`` (``(..., d, d)``, the fit's): the prior at the feature scales the fit inferred."""
+    the features (:func:`theta_feature_scale`), the mean of ``D^-1 C D^-1`` over draws of ``Sigma_x``
+    (``(..., d, d)``, the fit's): the prior at the feature scales the fit inferred."""
     C = np.asarray(pr.C, dtype=np.float64)
     if pr.theta_ms is None:
         return C
     diag = np.diagonal(np.asarray(Sigma_x_draws, dtype=np.float64), axis1=-2, axis2=-1).reshape(-1, C.shape[0])
-    inv_s = np.sqrt(np.asarray(pr.theta_ms) / diag)
+    inv_s = 1.0 / theta_feature_scale(pr, diag)
     return C * np.mean(inv_s[:, :, None] * inv_s[:, None, :], axis=0)
+
+
+def fitted_theta_prior_cov(idata: Any, pr: ResolvedPrior) -> np.ndarray:
+    """:func:`theta_prior_cov` at a fit's draws of ``Sigma_x`` (``idata.latent_posterior``), where
+    ``theta``'s prior depends on them."""
+    return theta_prior_cov(pr, None if pr.theta_ms is None else idata.latent_posterior["Sigma_x"].values)
 
 
 def _g(v: float) -> str:
@@ -345,6 +377,16 @@ class Prior:
         if self.Sigma_x_prior != AUTO:
             return self.Sigma_x_prior
         return "iw" if self.kappa is not None or _full_matrix(self.Lambda) else DEFAULT_SIGMA_X_PRIOR
+
+    def for_sampler(self, sampler: SamplerTraits) -> Prior:
+        """This prior as ``sampler``'s model takes it, as :func:`~bayes_dpreg.fit` resolves it: every
+        ``"auto"`` choice that depends on the method made (:meth:`for_families`,
+        :meth:`for_sigma2_bound`, :meth:`for_theta_scale`)."""
+        return (
+            self.for_families(sampler.sigma_x_priors, sampler.name)
+            .for_sigma2_bound(sampler.sigma2_bound, sampler.name)
+            .for_theta_scale(sampler.theta_scales, sampler.name)
+        )
 
     def for_families(self, families: tuple[str, ...], method: str) -> Prior:
         """This prior with ``Sigma_x_prior="auto"`` made concrete for a method whose model takes the

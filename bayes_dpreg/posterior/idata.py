@@ -48,6 +48,7 @@ import numpy as np
 
 from ..model.densities import prior_dist, sigma_x_diagonal_draws, theta_prior, z_dist, z_dist_eigen
 from ..model.linalg import nearest_psd
+from ..model.prior import theta_feature_scale
 from ..runtime.cache import fit_jit
 from ..runtime.keys import fold_in, split_keys
 from ..stats import StackedStats
@@ -138,8 +139,8 @@ def _prior_theta_sigma2(pr: Any, sigma2_fixed: float | None, key: jax.Array) -> 
     rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel().tolist())
     m, C = np.asarray(pr.m, dtype=float), np.asarray(pr.C, dtype=float)
     theta = m + rng.standard_normal((PRIOR_DRAWS, m.size)) @ np.linalg.cholesky(C).T
-    if pr.theta_ms is not None:  # theta | Sigma_x ~ N(m, D^-1 C D^-1) (densities.theta_feature_scale)
-        theta = m + (theta - m) * np.sqrt(pr.theta_ms / sigma_x_diagonal_draws(pr, rng, PRIOR_DRAWS))
+    if pr.theta_ms is not None:  # theta | Sigma_x ~ N(m, D^-1 C D^-1)
+        theta = m + (theta - m) / theta_feature_scale(pr, sigma_x_diagonal_draws(pr, rng, PRIOR_DRAWS))
     if sigma2_fixed is not None:
         return theta, np.full(PRIOR_DRAWS, float(sigma2_fixed))
     if pr.sigma2_max is None:

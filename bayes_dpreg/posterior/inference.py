@@ -24,7 +24,7 @@ import numpy as np
 if TYPE_CHECKING:  # arviz loads in about 0.7 s: only when a fit is made
     import arviz as az
 
-from ..model.prior import ModelSpec, Prior, describe_prior, load_model, prior_scales, theta_prior_cov
+from ..model.prior import ModelSpec, Prior, describe_prior, fitted_theta_prior_cov, load_model, prior_scales
 from ..privacy.noisy_stats import NoisyStats, check_distinct, warn_if_not_private
 from ..runtime.cache import enable_compilation_cache
 from ..runtime.device import warn_if_slow_device
@@ -203,7 +203,7 @@ def fit(
     d = st.d
     _check_statistics(sampler, st, stats)
     names = _coef_names(coef_names, st)
-    prior_obj = _prior_for(sampler, prior)
+    prior_obj = resolve_prior(prior).for_sampler(sampler)
     scales = prior_scales(st)
     pr = prior_obj.resolve_intercept(d - 1, scales) if sampler.needs_intercept else prior_obj.resolve(d, scales)
     unknown = set(options) - set(sampler.options)
@@ -216,7 +216,8 @@ def fit(
     _check_finite(sampler.name, res.posterior)
     features = names[1:] if sampler.needs_intercept else names
     idata = build_idata(res, st, pr, sampler, names, list(st.parties), features, seed_key(seed + 1))
-    attrs = _fit_attrs(sampler, st, prior_obj, pr, names, seed, num_samples, num_chains, _sigma_x_draws(idata, pr))
+    theta_cov = fitted_theta_prior_cov(idata, pr)
+    attrs = _fit_attrs(sampler, st, prior_obj, pr, names, seed, num_samples, num_chains, theta_cov)
     attrs.update(res.attrs)
     idata.posterior.attrs.update(attrs)
     run_checks(idata, st, sampler, pr)
@@ -232,10 +233,11 @@ def _fit_attrs(
     seed: int,
     num_samples: int,
     num_chains: int,
-    sigma_x_draws: Any = None,
+    theta_cov: np.ndarray,
 ) -> dict[str, Any]:
-    """The posterior's attributes: the method, the release, the prior (``theta``'s sd at the fitted feature
-    scales, ``sigma_x_draws``, where the prior scales it by them) and the run."""
+    """The posterior's attributes: the method, the release, the prior (``theta``'s sd from ``theta_cov``,
+    its prior covariance at the fitted feature scales: :func:`~bayes_dpreg.model.prior.fitted_theta_prior_cov`)
+    and the run."""
     return {
         "method": sampler.name,
         "method_label": sampler.label,
@@ -256,27 +258,12 @@ def _fit_attrs(
         "prior": repr(prior_obj),
         "prior_description": describe_prior(pr, names, sampler.needs_intercept),
         "prior_autoscaled": int(prior_obj.is_auto),
-        "prior_theta_sd": np.sqrt(np.diag(theta_prior_cov(pr, sigma_x_draws))).tolist(),
+        "prior_theta_sd": np.sqrt(np.diag(theta_cov)).tolist(),
         "prior_sigma2_a_b": [float(pr.a), float(pr.b)],
         "prior_sigma2_max": float("inf") if pr.sigma2_max is None else float(pr.sigma2_max),
         "inference_library": "bayes_dpreg",
         "release_ids": list(st.release_ids),
     }
-
-
-def _prior_for(sampler: Sampler, prior: PriorLike) -> Prior:
-    """The prior as ``sampler``'s model takes it (``"auto"`` choices made for the method)."""
-    return (
-        resolve_prior(prior)
-        .for_families(sampler.sigma_x_priors, sampler.name)
-        .for_sigma2_bound(sampler.sigma2_bound, sampler.name)
-        .for_theta_scale(sampler.theta_scales, sampler.name)
-    )
-
-
-def _sigma_x_draws(idata: Any, pr: Any) -> Any:
-    """The fit's draws of ``Sigma_x`` where ``theta``'s prior depends on them (``pr.theta_ms``), else ``None``."""
-    return None if pr.theta_ms is None else idata.latent_posterior["Sigma_x"].values
 
 
 def _coef_names(coef_names: Sequence[str] | None, st: StackedStats) -> list[str]:

@@ -26,8 +26,8 @@ from jax import Array
 from scipy.stats import chi2
 
 from ..model.closed_form import eigen_parties
-from ..model.densities import ModelData, intercept_design, prior_dists, theta_feature_scale
-from ..model.prior import ResolvedPrior
+from ..model.densities import ModelData, intercept_design, prior_dists
+from ..model.prior import ResolvedPrior, theta_feature_scale
 from ..runtime.entry import public
 from ..samplers import get as get_sampler
 from ..samplers.base import run_batched
@@ -90,8 +90,8 @@ def simulate_from_prior(
 
 def _scaled_by_features(theta: Array, pr: ResolvedPrior, Sigma_x: Array) -> Array:
     """A draw of ``N(m, C)`` carried to ``theta | Sigma_x ~ N(m, D^{-1} C D^{-1})`` where the prior scales
-    ``theta`` by the features (:func:`~bayes_dpreg.model.densities.theta_feature_scale`)."""
-    s = theta_feature_scale(pr, Sigma_x)
+    ``theta`` by the features (:func:`~bayes_dpreg.model.prior.theta_feature_scale`)."""
+    s = theta_feature_scale(pr, jnp.diagonal(Sigma_x, axis1=-2, axis2=-1))
     return theta if s is None else jnp.asarray(pr.m) + (theta - jnp.asarray(pr.m)) / s
 
 

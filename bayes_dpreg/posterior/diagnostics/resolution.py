@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from ...model.prior import theta_prior_cov
+from ...model.prior import fitted_theta_prior_cov
 from .base import Check, Finding
 from .prior_sensitivity import PriorSensitivityWarning
 
@@ -163,8 +163,7 @@ def check(idata: Any, st: StackedStats, sampler: Sampler, pr: Any) -> Finding:
     release cannot check."""
     names = [str(c) for c in idata.posterior["theta"].coords["coef"].values]
     res = release_resolution(st, names)
-    C = theta_prior_cov(pr, None if pr.theta_ms is None else idata.latent_posterior["Sigma_x"].values)
-    report = direction_report(res, idata.posterior["theta"].values, C)
+    report = direction_report(res, idata.posterior["theta"].values, fitted_theta_prior_cov(idata, pr))
     attrs = {"unresolved_directions": json.dumps(report), "release_noise_variance": res.noise}
     borrowed = [r for r in report if r["data_share"] > BORROWED_SHARE]
     if not borrowed:
