@@ -58,7 +58,7 @@ def terms(x: Any, data: Any, pr: Any, ref: Any) -> dict[str, Any]:
     Sigma_t = clt.sigma_tilde(L @ L.T, theta, sigma2)
     return {
         "Sigma_x prior": clt.sigma_x_log_density(L, pr, ref.Q),
-        "theta prior": clt.theta_log_prior(theta, ref) + log_jac_theta,
+        "theta prior": clt.theta_log_prior(theta, ref, pr, L @ L.T) + log_jac_theta,
         "sigma2 prior": clt.prior_dist(pr, "sigma2").log_prob(sigma2) + clt.sigma2_of(z["ls2"], pr)[1],
         "likelihood": clt.release_log_lik(Sigma_t, data, ref),
     }

@@ -11,7 +11,7 @@ import pytest
 from _shared import clt_sbc_pvalues
 from scipy.stats import multivariate_normal, special_ortho_group
 
-from bayes_dpreg.model.densities import ModelData, prior_dist, upper
+from bayes_dpreg.model.densities import ModelData, prior_dist, theta_prior, upper
 from bayes_dpreg.model.linalg import small_spd_inverse
 from bayes_dpreg.model.prior import Prior
 from bayes_dpreg.model.wishart_moments import ss_moments
@@ -315,18 +315,22 @@ def _data(seed: int) -> ModelData:
     )
 
 
-@pytest.mark.parametrize("family", ["lkj", "iw", "lkj-bounded", "lkj-yty"])
+@pytest.mark.parametrize("family", ["lkj", "iw", "lkj-bounded", "lkj-yty", "lkj-features"])
 def test_log_density_is_the_models_plus_the_log_jacobian(family):
-    """Also with ``sigma_y^2 <= sigma2_max`` (its coordinate a logit, its prior truncated), and with
+    """Also with ``sigma_y^2 <= sigma2_max`` (its coordinate a logit, its prior truncated), with
     ``y^T y`` released (``theta``'s frame then has the added precision ``Sigma_x / kappa``,
-    :func:`clt.theta_conditional`, and the likelihood observes ``y^T y``)."""
+    :func:`clt.theta_conditional`, and the likelihood observes ``y^T y``), and with ``theta``'s prior
+    scaled by the features (``theta | Sigma_x ~ N(m, D^-1 C D^-1)``: the frame's ``P`` and ``mu`` then
+    depend on ``Sigma_x`` through the prior too, and the Jacobian, taken whole here, must follow)."""
     data = _data(0)
     if family.endswith("yty"):
         u = data.z_tilde[:, 0] ** 2 / data.S_tilde[:, 0, 0] + 2.0 * data.n  # fit plus residuals' y^T y
         data = data._replace(u_tilde=u, sigma_u=jnp.array([2.0, 3.0]))
     hyper = dict(kappa=D + 2.0) if family == "iw" else dict(Sigma_x_prior="lkj")
     bound = dict(sigma2_max=2.0) if family.endswith("bounded") else {}
+    bound |= dict(theta_scale="features") if family.endswith("features") else {}
     pr = Prior(C=1.0, b=0.5, Lambda=1.0, **hyper, **bound).resolve(D)
+    assert (pr.theta_ms is not None) == family.endswith("features")
     ref = clt.reference(data, pr)
     p = D * (D + 1) // 2
 
@@ -342,7 +346,7 @@ def test_log_density_is_the_models_plus_the_log_jacobian(family):
         Sigma, theta, sigma2 = flat(x)[1]
         model = (
             prior_dist(pr, "Sigma_x").log_prob(Sigma)
-            + prior_dist(pr, "theta").log_prob(theta)
+            + theta_prior(pr, Sigma).log_prob(theta)
             + prior_dist(pr, "sigma2").log_prob(sigma2)
             + clt.release_log_lik(clt.sigma_tilde(ref.Q.T @ Sigma @ ref.Q, ref.Q.T @ theta, sigma2), data, ref)
         )

@@ -150,9 +150,9 @@ def test_the_default_prior_scales_theta_by_the_features_where_fit_takes_this_sam
         assert Prior().for_theta_scale(get_sampler(method).theta_scales, method).theta_scale == "release"
 
 
-def test_theta_scaled_by_the_features_is_taken_where_the_model_draws_sigma_x_and_integrates_theta():
+def test_theta_scaled_by_the_features_is_taken_where_the_model_draws_sigma_x():
     stats, _, _ = unit_releases(500, 2, 2, 1.0, seed=3)
-    for method in ("fixeds", "normalx-clt", "fast"):
+    for method in ("fixeds", "normalx-pooled", "fast"):
         with pytest.raises(ValueError, match="theta_scale"):
             bd.fit(stats, method=method, prior=Prior(theta_scale="features"))
     with pytest.raises(ValueError, match="theta_scale must be one of"):

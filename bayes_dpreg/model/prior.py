@@ -404,14 +404,14 @@ class Prior:
 
     def for_theta_scale(self, scales: tuple[str, ...], method: str) -> Prior:
         """This prior with ``theta_scale="auto"`` made concrete for a method whose model takes the
-        ``scales`` (``"features"`` where it is among them and ``C`` is ``"auto"``); an explicit value
+        ``scales`` (the first of them where ``C`` is ``"auto"``, else ``"release"``); an explicit value
         the method cannot take is a clear error."""
         if self.theta_scale == AUTO:
-            return replace(self, theta_scale="features" if "features" in scales and _is_auto(self.C) else "release")
+            return replace(self, theta_scale=scales[0] if _is_auto(self.C) else "release")
         if self.theta_scale not in scales:
             raise ValueError(
                 f"method {method!r} takes theta_scale in {scales} (theta's prior scaled by the sampled "
-                f"Sigma_x needs a sampler that draws Sigma_x and integrates theta per draw), got {self.theta_scale!r}"
+                f"Sigma_x needs a sampler that draws Sigma_x, checked with it), got {self.theta_scale!r}"
             )
         return self
 

@@ -116,7 +116,7 @@ class Sampler:
     priors of ``Sigma_x`` its algorithm takes (``Prior.Sigma_x_prior``; ``"auto"`` picks ``"lkj"``
     where listed); ``sigma2_bound``: its model takes the bound ``sigma_y^2 <= sigma2_max``
     (``Prior.sigma2_max``; the paper's samplers keep its unbounded model); ``theta_scales``: the
-    ``Prior.theta_scale`` values its model takes.
+    ``Prior.theta_scale`` values its model takes, the first what ``"auto"`` picks where ``C`` is autoscaled.
     ``centred_features``: models zero-mean features (rejects ``intercept=True`` releases);
     ``needs_intercept``: needs them (its prior has ``d + 1`` coefficients).
     ``models_release_noise``: the posterior accounts for the noise in ``S~_j`` (the

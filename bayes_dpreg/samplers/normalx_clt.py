@@ -87,7 +87,16 @@ import numpy as np
 from jax import Array, lax
 from jax.custom_derivatives import SymbolicZero
 
-from ..model.densities import ModelData, model_data, prior_dist, released_yty, sigma2_of, sigma2_start
+from ..model.densities import (
+    ModelData,
+    model_data,
+    prior_dist,
+    released_yty,
+    sigma2_of,
+    sigma2_start,
+    theta_precision,
+    theta_prior,
+)
 from ..model.linalg import (
     from_log_cholesky,
     log_cholesky,
@@ -602,14 +611,17 @@ def unpack(z: dict, ref: CLTReference, n: Array, pr: ResolvedPrior) -> tuple[Arr
     d = ref.W.shape[-1] - 1
     L = from_log_cholesky(ref.v0 + ref.v_scale * z["v"], d)
     sigma2 = sigma2_of(z["ls2"], pr)[0]
-    mu, Lp = theta_conditional(L @ L.T, sigma2, ref, n)
+    mu, Lp = theta_conditional(L @ L.T, sigma2, ref, n, pr)
     theta = mu + jax.scipy.linalg.solve_triangular(Lp.T, z["b"], lower=False)
     return L, theta, -jnp.log(jnp.diagonal(Lp)).sum(), sigma2
 
 
-def theta_conditional(Sigma: Array, sigma2: Array, ref: CLTReference, n: Array) -> tuple[Array, Array]:
+def theta_conditional(
+    Sigma: Array, sigma2: Array, ref: CLTReference, n: Array, pr: ResolvedPrior
+) -> tuple[Array, Array]:
     """``(mu, chol(P))``: the Gaussian that ``theta`` (in the frame) would have given ``Sigma_x``
-    and ``sigma_y^2`` if each ``S_j`` were its mean ``n_j Sigma_x``, its prior ``N(m, C)`` times
+    and ``sigma_y^2`` if each ``S_j`` were its mean ``n_j Sigma_x``, its prior ``N(m, C)`` (at ``Sigma_x``
+    where it scales ``theta`` by the features: :func:`theta_prior_frame`) times
     ``z~_j ~ N(n_j Sigma_x theta, n_j s Sigma_x + s2_j I)``, ``s = sigma_y^2 + signal``:
     ``P = C^{-1} + sum_j n_j^2 Sigma_x M_j^{-1} Sigma_x``, ``mu = P^{-1} (C^{-1} m + sum_j n_j
     Sigma_x M_j^{-1} z~_j)``, ``M_j = n_j s Sigma_x + s2_j I``. Not the model's conditional (which
@@ -624,17 +636,18 @@ def theta_conditional(Sigma: Array, sigma2: Array, ref: CLTReference, n: Array) 
     ``sigma_y^2``, ``|theta_k| <~ sqrt(slack / lambda)``, a funnel in ``(log lambda, theta_k)``. The added
     precision makes the coordinate there ``sqrt(lambda / kappa) theta_k``, on which that bound does not move
     with ``lambda`` (:data:`YTY_WHITENING` sets ``kappa``: ``docs/samplers.md``, *With y^T y released*)."""
+    C_inv, Cm = theta_prior_frame(Sigma, ref, pr)
     lam, V = jnp.linalg.eigh(Sigma)  # M_j = V diag(n_j s lam + s2_j) V^T for every party
     g = 1.0 / ((n * (sigma2 + ref.signal))[:, None] * lam + ref.s2[:, None])  # (J, d)
     A = ((n**2)[:, None] * g).sum(0)
     # two products, not one with kappa's term optional: without y^T y the default keeps the order its draws
     # were measured in; summing first moves NUTS's draws in their last digits (21812cb)
     if ref.kappa is None:
-        P = ref.C_inv + (V * A * lam**2) @ V.T
+        P = C_inv + (V * A * lam**2) @ V.T
     else:
-        P = ref.C_inv + (V * (A * lam**2 + lam / ref.kappa)) @ V.T
+        P = C_inv + (V * (A * lam**2 + lam / ref.kappa)) @ V.T
     Vz = ref.W[:, :-1, -1] @ V  # (J, d): V^T z~_j
-    h = ref.Cm + V @ ((n[:, None] * g * Vz).sum(0) * lam)
+    h = Cm + V @ ((n[:, None] * g * Vz).sum(0) * lam)
     Lp = jnp.linalg.cholesky(symmetrize(P))
     return jax.scipy.linalg.cho_solve((Lp, True), h), Lp
 
@@ -649,7 +662,7 @@ def log_density(z: dict, data: ModelData, pr: ResolvedPrior, ref: CLTReference) 
     Sigma_t = sigma_tilde(L @ L.T, theta, sigma2)
     return (
         sigma_x_log_density(L, pr, ref.Q)
-        + theta_log_prior(theta, ref)
+        + theta_log_prior(theta, ref, pr, L @ L.T)
         + log_jac_theta
         + prior_dist(pr, "sigma2").log_prob(sigma2)
         + sigma2_of(z["ls2"], pr)[1]
@@ -668,11 +681,25 @@ def release_log_lik(Sigma_t: Array, data: ModelData, ref: CLTReference) -> Array
     return clt_log_lik(Sigma_t, ref.W, data.n, ref.s2)
 
 
-def theta_log_prior(theta: Array, ref: CLTReference) -> Array:
+def theta_log_prior(theta: Array, ref: CLTReference, pr: ResolvedPrior, Sigma: Array) -> Array:
     """``log N(Q theta; m, C)`` for ``theta`` in the frame, up to a constant: ``-theta^T C'^{-1}
     theta / 2 + theta^T C'^{-1} m'`` with ``C'^{-1} = Q^T C^{-1} Q`` and ``m' = Q^T m`` (``ref``),
-    no factorisation of ``C`` per evaluation."""
-    return theta @ (ref.Cm - 0.5 * (ref.C_inv @ theta))
+    no factorisation of ``C`` per evaluation. Where the prior scales ``theta`` by the features,
+    ``log N(Q theta; m, D^-1 C D^-1)`` at ``Sigma_x = Q Sigma Q^T``
+    (:func:`~bayes_dpreg.model.densities.theta_prior`, whose normaliser depends on ``Sigma_x``)."""
+    if pr.theta_ms is None:
+        return theta @ (ref.Cm - 0.5 * (ref.C_inv @ theta))
+    return theta_prior(pr, ref.Q @ Sigma @ ref.Q.T).log_prob(ref.Q @ theta)
+
+
+def theta_prior_frame(Sigma: Array, ref: CLTReference, pr: ResolvedPrior) -> tuple[Array, Array]:
+    """``(C'^{-1}, C'^{-1} m')``, ``theta``'s prior precision and its product with the mean in the frame:
+    ``ref``'s, or, where the prior scales ``theta`` by the features, ``Q^T D C^{-1} D Q`` at
+    ``Sigma_x = Q Sigma Q^T`` (:func:`~bayes_dpreg.model.densities.theta_precision`)."""
+    if pr.theta_ms is None:
+        return ref.C_inv, ref.Cm
+    C_inv = ref.Q.T @ theta_precision(pr, ref.Q @ Sigma @ ref.Q.T) @ ref.Q
+    return C_inv, C_inv @ (ref.Q.T @ jnp.asarray(pr.m))
 
 
 def _ravel(d: int) -> Any:
@@ -1065,6 +1092,7 @@ SAMPLER = Sampler(
     needs_wishart=True,
     sigma_x_priors=("iw", "lkj"),
     sigma2_bound=True,
+    theta_scales=("release", "features"),
     centred_features=True,
     models_release_noise=True,
     num_warmup=NUM_WARMUP,

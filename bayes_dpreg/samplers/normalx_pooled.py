@@ -172,4 +172,5 @@ SAMPLER = dataclasses.replace(
     run=run,
     data=pooled_data,
     reduce_data=pool_data,
+    theta_scales=("release",),  # the scaled prior measured through normalx-clt only
 )
