@@ -63,23 +63,28 @@ RANKED = ("theta", "sigma2", "Sigma_x")  # every method ``fit`` picks has ``Sigm
 CASES = {
     "clt-d2": Case(d=2, J=3, n=3000, method="normalx-clt"),
     "clt-d5": Case(d=5, J=5, n=1000, method="normalx-clt"),
+    "clt-d2-n100": Case(d=2, J=3, n=100, method="normalx-clt"),  # the smallest parties fit takes it for
     "nuts-d2": Case(d=2, J=3, n=50, method="normalx-nuts"),
     "pooled-d5": Case(d=5, J=50, n=300, method="normalx-pooled"),
 }
 
 
-def default_prior(case: Case) -> Prior:
+def default_prior(case: Case, theta_scale: str = "auto") -> Prior:
     """``Prior()`` made concrete at the case's public scale, as ``fit`` resolves ``"auto"`` for a release
     whose features have mean square 1 and whose response is bounded by ``y_bound``, and for the case's
-    method (:meth:`~bayes_dpreg.Prior.for_sampler`)."""
-    prior = Prior().for_sampler(get_sampler(case.method))
+    method (:meth:`~bayes_dpreg.Prior.for_sampler`); ``theta_scale``: ``Prior.theta_scale``, if not the
+    method's default."""
+    prior = Prior(theta_scale=theta_scale).for_sampler(get_sampler(case.method))
     return prior.autoscaled(PriorScales(y_bound=case.y_bound, feature_ms=np.ones(case.d)), case.d)
 
 
-def simulate(case: Case, key: jax.Array, reps: int) -> tuple[dict[str, np.ndarray], list[list[NoisyStats]]]:
-    """``reps`` truths from the default prior and the parties' released statistics given each."""
+def simulate(
+    case: Case, key: jax.Array, reps: int, theta_scale: str = "auto"
+) -> tuple[dict[str, np.ndarray], list[list[NoisyStats]]]:
+    """``reps`` truths from the default prior (``theta_scale``: :func:`default_prior`) and the parties'
+    released statistics given each."""
     cal = bd.calibrate(case.epsilon, case.delta, case.x_bound, case.y_bound)
-    pr = default_prior(case).resolve(case.d)
+    pr = default_prior(case, theta_scale).resolve(case.d)
     n = jnp.full(case.J, float(case.n))
     sS, sz = jnp.full(case.J, cal.sigma_S), jnp.full(case.J, cal.sigma_z)
     draw = jax.jit(jax.vmap(lambda k: simulate_from_prior(k, pr, n, sS, sz)))
@@ -107,13 +112,16 @@ class Run(NamedTuple):
     seconds: float
 
 
-def run(case: Case, reps: int, seed: int, fit_prior: Prior | None = None, **options: Any) -> Run:
+def run(
+    case: Case, reps: int, seed: int, fit_prior: Prior | None = None, theta_scale: str = "auto", **options: Any
+) -> Run:
     """Ranks of the truths among ``fit``'s draws over ``reps`` simulated releases; ``fit_prior``: the prior
-    ``fit`` is given, if not the one the truths are drawn from (to see that a wrong one shows); ``options``:
-    method options passed to ``fit`` (``target_accept_prob``: to compare a setting with the default's)."""
+    ``fit`` is given, if not the one the truths are drawn from (to see that a wrong one shows);
+    ``theta_scale``: the prior's (:func:`default_prior`); ``options``: method options passed to ``fit``
+    (``target_accept_prob``: to compare a setting with the default's)."""
     k_sim = jax.random.fold_in(jax.random.key(seed), case.d * 1000 + case.J)
-    truths, releases = simulate(case, k_sim, reps)
-    prior = default_prior(case) if fit_prior is None else fit_prior
+    truths, releases = simulate(case, k_sim, reps, theta_scale)
+    prior = default_prior(case, theta_scale) if fit_prior is None else fit_prior
     ranks: dict[str, list[int]] = {}
     methods, per_chain, divergent, unconverged = [], [], 0, 0
     start = time.perf_counter()
@@ -136,12 +144,15 @@ def run(case: Case, reps: int, seed: int, fit_prior: Prior | None = None, **opti
     )
 
 
-def report(name: str, case: Case, reps: int, seed: int, res: Run, target_accept: float | None = None) -> str:
+def report(
+    name: str, case: Case, reps: int, seed: int, res: Run, target_accept: float | None = None, theta_scale: str = "auto"
+) -> str:
     """Markdown: the case, the command, the p-values of uniformity."""
     cal = bd.calibrate(case.epsilon, case.delta, case.x_bound, case.y_bound)
-    pr = default_prior(case).resolve(case.d)
+    pr = default_prior(case, theta_scale).resolve(case.d)
     used = sorted(set(res.methods))
     ta = "" if target_accept is None else f" --target-accept {target_accept:g}"
+    ta += "" if theta_scale == "auto" else f" --theta-scale {theta_scale}"
     rows = ["| quantity | p-value | rank quartiles (of 0-99) |", "|---|---|---|"]
     for q, r in res.ranks.items():
         quart = ", ".join(f"{v:.0f}" for v in np.percentile(r, [25, 50, 75]))
@@ -173,18 +184,25 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None, help="also write sbc_fit_<case>.md here")
     ap.add_argument("--target-accept", type=float, default=None, help="fit target_accept_prob")
+    ap.add_argument(
+        "--theta-scale",
+        choices=("auto", "release", "features"),
+        default="auto",
+        help="the prior's theta_scale (Prior.theta_scale), truths and fits alike: auto (the method's default)",
+    )
     args = ap.parse_args(argv)
     for name in CASES if args.case == "all" else [args.case]:
         case = CASES[name]
         opts = {} if args.target_accept is None else {"target_accept_prob": args.target_accept}
-        res = run(case, args.reps, args.seed, **opts)
+        res = run(case, args.reps, args.seed, theta_scale=args.theta_scale, **opts)
         if set(res.methods) != {case.method}:
             raise RuntimeError(f"{name}: fit chose {sorted(set(res.methods))}, the case is for {case.method}")
-        text = report(name, case, args.reps, args.seed, res, args.target_accept)
+        text = report(name, case, args.reps, args.seed, res, args.target_accept, args.theta_scale)
         print(text, flush=True)
         if args.out is not None:
             args.out.mkdir(parents=True, exist_ok=True)
-            (args.out / f"sbc_fit_{name}.md").write_text(text)
+            suffix = "" if args.theta_scale == "auto" else f"-{args.theta_scale}"
+            (args.out / f"sbc_fit_{name}{suffix}.md").write_text(text)
 
 
 if __name__ == "__main__":
