@@ -629,7 +629,7 @@ def main(argv: list[str] | None = None) -> int:
         default="auto",
         choices=["auto", "release", "features"],
         help="the priors' theta_scale (Prior.theta_scale): auto (the default prior's), theta's prior at the "
-        "release's feature scales, or scaled by the sampled Sigma_x (normalx-nuts only)",
+        "release's feature scales, or scaled by the sampled Sigma_x (normalx-nuts, normalx-clt)",
     )
     args = ap.parse_args(argv)
     sigma2_max = args.sigma2_max if args.sigma2_max == "auto" else float(args.sigma2_max)

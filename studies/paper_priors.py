@@ -27,9 +27,11 @@ mass: what a fit would do if it knew the features' covariance, which a random sp
 ``sigma2_a05`` and ``sigma2_b10``: ``eta1``'s prior with ``sigma_y^2 ~ IG(0.5, (y_bound/20)^2)`` (a heavier
 upper tail) and ``IG(1, (y_bound/10)^2)`` (four times the scale), probes of the noise variance's prior where
 the release leaves it open; ``sigma2_b10`` is the default since 2026-12-06 (``bd.Prior()``: LKJ(1) and
-``IG(1, (y_bound/10)^2)``), and ``sigma_x_b10`` is its oracle: ``sigma_x`` with that ``sigma_y^2`` prior. Every
-other variant keeps ``sigma_y^2 ~ IG(1, (y_bound/20)^2)`` where the cell's prior leaves ``b = "auto"``, the
-default when they were measured (``STUDIED_SIGMA2_DIVISOR``). Per fit,
+``IG(1, (y_bound/10)^2)``), and ``sigma_x_b10`` is its oracle: ``sigma_x`` with that ``sigma_y^2`` prior;
+``theta_features``: ``sigma2_b10`` (the default) with ``theta``'s prior scaled by the sampled feature
+scales (``Prior(theta_scale="features")``, ``normalx-nuts``'s default at small parties), fitted by
+``normalx-clt``. Every other variant keeps ``sigma_y^2 ~ IG(1, (y_bound/20)^2)`` where the cell's prior
+leaves ``b = "auto"``, the default when they were measured (``STUDIED_SIGMA2_DIVISOR``). Per fit,
 beside the coverage study's columns, the posterior median of ``sigma_y^2`` (the truth is 1). Rows are
 appended to ``paper_priors_replications.csv`` as tasks finish (a rerun skips what is there); the
 summary, over every row there of the given cells and variants, per cell and variant, is
@@ -74,9 +76,21 @@ VARIANTS = (
     "sigma2_a05",
     "sigma2_b10",
     "sigma_x_b10",
+    "theta_features",
 )
 # the variants outside the paper suite: no generating prior to swap in
-ETA_VARIANTS = ("default", "eta1", "eta2", "pooled", "nuts", "yty", "features", "sigma2_a05", "sigma2_b10")
+ETA_VARIANTS = (
+    "default",
+    "eta1",
+    "eta2",
+    "pooled",
+    "nuts",
+    "yty",
+    "features",
+    "sigma2_a05",
+    "sigma2_b10",
+    "theta_features",
+)
 ORACLE_VARIANTS = ("sigma_x", "sigma_x_b10")  # the generating Sigma_x prior: paper and correlated cells
 RELEASE = {"yty": "bs"}  # the variants fitted to another release: y^T y released too (release(..., yty=True))
 METHOD = {"pooled": "normalx-pooled", "nuts": "normalx-nuts"}  # the variants not fitted by normalx-clt
@@ -111,6 +125,9 @@ def variant_prior(
     if variant in SIGMA2_PROBES:  # eta1's prior with another sigma_y^2 prior, from the release's y_bound
         a, divisor = SIGMA2_PROBES[variant]
         return _sigma2_scaled(dataclasses.replace(base, eta=1.0, a=a), stats, divisor)
+    if variant == "theta_features":  # the default (sigma2_b10) with theta's prior scaled by the sampled Sigma_x
+        a, divisor = SIGMA2_PROBES["sigma2_b10"]
+        return _sigma2_scaled(dataclasses.replace(base, eta=1.0, a=a, theta_scale="features"), stats, divisor)
     if variant == "features":
         Sx = features_second_moment(cell["data"], data_dir)
         kappa = Sx.shape[0] + 1.0 + FEATURES_DOF

@@ -6,6 +6,7 @@ through ``bayes_dpreg.fit`` itself, the truths drawn from ``Prior()`` made concr
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from bayes_dpreg.model.prior import Prior
 from bayes_dpreg.posterior.sbc import uniformity_pvalue
@@ -35,5 +36,16 @@ def test_fit_is_calibrated_under_the_default_prior():
     assert set(res.methods) == {"normalx-clt"}
     assert (res.draws_per_chain == 250).any() and (res.draws_per_chain > 250).any(), res.draws_per_chain
     assert set(res.ranks) == {"theta[0]", "theta[1]", "sigma2", "Sigma_x[0,1]"}
+    pvalues = {k: uniformity_pvalue(r, L) for k, r in res.ranks.items()}
+    assert min(pvalues.values()) > 1e-3, pvalues
+
+
+@pytest.mark.slow
+def test_clt_is_calibrated_with_theta_scaled_by_the_features():
+    """``normalx-clt`` under ``Prior(theta_scale="features")`` at the smallest parties ``fit`` takes it for
+    (d = 2, J = 3, n_j = 100), truths drawn from that prior: 150 releases, 2 minutes (``pytest -m slow``; the
+    study's 300 are in ``docs/results/sbc/clt_features/``)."""
+    res = run(CASES["clt-d2-n100"], 150, seed=0, theta_scale="features")
+    assert set(res.methods) == {"normalx-clt"}
     pvalues = {k: uniformity_pvalue(r, L) for k, r in res.ranks.items()}
     assert min(pvalues.values()) > 1e-3, pvalues
