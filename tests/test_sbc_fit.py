@@ -10,6 +10,7 @@ import pytest
 
 from bayes_dpreg.model.prior import Prior
 from bayes_dpreg.posterior.sbc import uniformity_pvalue
+from bayes_dpreg.samplers import get as get_sampler
 from studies.sbc_fit import CASES, default_prior, run
 from studies.sbc_rounds import L
 
@@ -22,7 +23,7 @@ def test_the_study_prior_is_the_default_at_its_scale():
     assert (pr.a, pr.b, pr.sigma2_max, pr.eta, pr.scale_sd) == (1.0, (case.y_bound / 10) ** 2, np.inf, 1.0, 1.0)
     np.testing.assert_allclose(pr.C, np.eye(2) * case.y_bound**2 / 8)
     np.testing.assert_allclose(pr.Lambda, np.eye(2))
-    assert pr.Sigma_x_prior == Prior().Sigma_x_prior
+    assert pr.Sigma_x_prior == Prior().for_sampler(get_sampler(case.method)).Sigma_x_prior  # fit's choice
 
 
 def test_fit_is_calibrated_under_the_default_prior():
