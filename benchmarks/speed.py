@@ -121,8 +121,7 @@ def prepared(method: str, stats: list, sigma_x_prior: str | None = None):
 
     sampler, st = get(method), stack_stats(stats)
     given = None if sigma_x_prior is None else Prior(Sigma_x_prior=sigma_x_prior)
-    prior = resolve_prior(given).for_families(sampler.sigma_x_priors, method)
-    prior = prior.for_sigma2_bound(sampler.sigma2_bound, method)
+    prior = resolve_prior(given).for_sampler(sampler)
     scales = prior_scales(st)
     pr = prior.resolve_intercept(st.d - 1, scales) if sampler.needs_intercept else prior.resolve(st.d, scales)
     return sampler, st, pr

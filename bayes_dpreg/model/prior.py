@@ -149,7 +149,10 @@ def theta_feature_scale(pr: ResolvedPrior, Sigma_x_diag: Any) -> Any:
         return None
     if Sigma_x_diag is None:
         raise ValueError("this prior scales theta by the features (theta_scale='features'): give Sigma_x")
-    return (Sigma_x_diag / pr.theta_ms) ** 0.5
+    import jax
+
+    sqrt = jax.numpy.sqrt if isinstance(Sigma_x_diag, jax.Array) else np.sqrt  # a tracer is a jax.Array
+    return sqrt(Sigma_x_diag / pr.theta_ms)
 
 
 def theta_prior_cov(pr: ResolvedPrior, Sigma_x_draws: Any = None) -> np.ndarray:
@@ -159,6 +162,8 @@ def theta_prior_cov(pr: ResolvedPrior, Sigma_x_draws: Any = None) -> np.ndarray:
     C = np.asarray(pr.C, dtype=np.float64)
     if pr.theta_ms is None:
         return C
+    if Sigma_x_draws is None:
+        raise ValueError("this prior scales theta by the features (theta_scale='features'): give Sigma_x's draws")
     diag = np.diagonal(np.asarray(Sigma_x_draws, dtype=np.float64), axis1=-2, axis2=-1).reshape(-1, C.shape[0])
     inv_s = 1.0 / theta_feature_scale(pr, diag)
     return C * np.mean(inv_s[:, :, None] * inv_s[:, None, :], axis=0)
@@ -306,8 +311,9 @@ class Prior:
     * ``mu_x = 0``, ``mu_x_cov = 10 I``: the feature mean ``x_i ~ N(mu_x, Sigma_x)`` of the
       intercept model (App. B.2); with an intercept, ``m``, ``C`` and ``nig_precision`` are
       of dimension ``d + 1`` (intercept first) and ``Lambda`` of dimension ``d``.
-    * ``theta_scale = "auto"``: ``"features"`` where ``C`` is ``"auto"`` and the method takes it
-      (``normalx-nuts``, the default where a party is small), else ``"release"``. ``"release"``:
+    * ``theta_scale = "auto"``: the method's first ``Sampler.theta_scales`` where ``C`` is ``"auto"``
+      (``"features"`` for ``normalx-nuts``, the default where a party is small; ``"release"`` for every
+      other method, ``normalx-clt`` included, which takes ``"features"`` when asked), else ``"release"``. ``"release"``:
       ``theta ~ N(m, C)`` with ``C`` fixed (for ``"auto"``, at the features' mean squares read off
       the release). ``"features"``: ``theta | Sigma_x ~ N(m, D^{-1} C D^{-1})``,
       ``D = diag(sqrt(Sigma_x,kk / Lambda_kk))``: ``C`` is ``theta``'s prior where the features'
@@ -410,8 +416,8 @@ class Prior:
             return replace(self, theta_scale=scales[0] if _is_auto(self.C) else "release")
         if self.theta_scale not in scales:
             raise ValueError(
-                f"method {method!r} takes theta_scale in {scales} (theta's prior scaled by the sampled "
-                f"Sigma_x needs a sampler that draws Sigma_x, checked with it), got {self.theta_scale!r}"
+                f"method {method!r} takes theta_scale in {scales}, got {self.theta_scale!r} (theta's prior "
+                "scaled by the sampled Sigma_x is taken by normalx-nuts and normalx-clt: fit(..., method=...))"
             )
         return self
 

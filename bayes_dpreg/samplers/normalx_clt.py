@@ -165,7 +165,7 @@ class CLTReference(NamedTuple):
     delta: Array  # (J, k) where the diagonal is not augmented (EXACT_NOISE_MAX_D): 2 s2 less its noise variance
     # (k = d, or d + 1 with y^T y released: _released_deficits); (J,) zeros elsewhere
     axes: Array  # (d + 1, d + 1) the frame's rotation: row k is the k-th released axis in the frame
-    C_inv: Array  # (d, d) theta's prior precision in the frame
+    C_inv: Array  # (d, d) theta's fixed prior precision C^-1 in the frame (theta_scale="features": theta_prior_frame)
     Cm: Array  # (d,) C^{-1} m in the frame
     mode: Array  # (k,) the posterior mode of the raveled (v, b, log sigma_y^2) (0 before laplace)
     T: Array  # (k, k) T T^T = the inverse Hessian there, z = mode + T x; above DENSE_FRAME_MAX_DIM coordinates (k,),
