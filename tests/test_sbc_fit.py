@@ -44,7 +44,7 @@ def test_fit_is_calibrated_under_the_default_prior():
 @pytest.mark.slow
 def test_clt_is_calibrated_with_theta_scaled_by_the_features():
     """``normalx-clt`` under ``Prior(theta_scale="features")`` at the smallest parties ``fit`` takes it for
-    (d = 2, J = 3, n_j = 100), truths drawn from that prior: 150 releases, 2 minutes (``pytest -m slow``; the
+    (d = 2, J = 3, n_j = 100), truths drawn from that prior: 150 releases, 3 minutes (``pytest -m slow``; the
     study's 300 are in ``docs/results/sbc/clt_features/``)."""
     res = run(CASES["clt-d2-n100"], 150, seed=0, theta_scale="features")
     assert set(res.methods) == {"normalx-clt"}
