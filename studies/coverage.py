@@ -1,7 +1,7 @@
 """Coverage of credible intervals and error of the posterior mean, for every method, through ``bayes_dpreg.fit``.
 
-    python -m studies.coverage --suite paper|small|real|correlated|many|tiny|boundary [--reps 200] [--workers 2]
-        [--methods normalx-nuts fixeds ...] [--cells ID ...] [--out docs/results/coverage]
+    python -m studies.coverage --suite paper|small|real|correlated|many|tiny|boundary|units [--reps 200]
+        [--workers 2] [--methods normalx-nuts fixeds ...] [--cells ID ...] [--out docs/results/coverage]
 
 Every replication redraws the truth (where it is random), the data (where simulated) and
 the release noise, then fits each method exactly as a user would (``fit`` with its
@@ -42,6 +42,11 @@ Suites (bounds at the data's maxima, as in the paper; ``delta = 1e-5``):
   ``normalx-nuts``): three cells, d in {2, 3, 5}, J = 3, eps = 1. Fit with both, each under its default
   prior (``theta``'s scaled by the sampled feature scales under ``normalx-nuts``, fixed under
   ``normalx-clt``), to measure what the switch at that size changes.
+* ``units``: the ``correlated`` suite's data with each true coefficient divided by its feature's sd,
+  ``theta_k = 0.5 / sqrt(d) t_3 / sqrt(Sigma_x,kk)`` (every other suite draws ``theta`` whatever the
+  features' scales; here each contribution ``theta_k x_k`` is on one scale, as units would make it):
+  four of the correlated suite's cells with bounds at the data's maxima. Fit with ``--theta-scale
+  release`` and ``features`` to see which prior of ``theta`` such truths favour.
 * ``real``: rows of power plant and bike sharing (``../shared/data``, the paper's
   preprocessing), ``J = 5`` consecutive blocks or a random split, eps = 1;
   ``sigma_y^2 ~ IG(3, 0.02)`` and ``theta ~ N(0, tau^2 I)``: ``matched`` (tau = 0.2, fitted with
@@ -98,16 +103,17 @@ ORACLE_OF = {
 MATCHED = ("matched", "matched-clt")
 SIGMA_Y_DOF = 200.0  # the paper suite's sigma_y = 1 is a point mass: matched_prior's IG(dof, dof - 1) has sd 0.07
 LEVELS = (0.5, 0.9, 0.95)
-SUITES = ("paper", "small", "real", "correlated", "many", "tiny", "boundary")
-CORRELATED = ("correlated", "many", "tiny", "boundary")  # the suites whose data _correlated draws
+SUITES = ("paper", "small", "real", "correlated", "many", "tiny", "boundary", "units")
+CORRELATED = ("correlated", "many", "tiny", "boundary", "units")  # the suites whose data _correlated draws
 RELEASE_OF = {"bs": "bs", "adassp": "adassp"}  # others use the plain SSP release
 DATA_FILES = {"power_plant": "power_plant_energy.csv", "bike_sharing": "bike_sharing.csv"}
 
 
 def _correlated_cell(
-    prefix: str, suite: str, d: int, J: int, nj: int, eps: float, fam: str, bounds: str = "max"
+    prefix: str, suite: str, d: int, J: int, nj: int, eps: float, fam: str, bounds: str = "max", truth: str = "free"
 ) -> dict[str, Any]:
-    """A cell of the data :func:`_correlated` draws (``J`` parties of ``nj`` rows), fitted with the default prior."""
+    """A cell of the data :func:`_correlated` draws (``J`` parties of ``nj`` rows), fitted with the default prior;
+    ``truth``: the coefficients' scale (:func:`_correlated`)."""
     return dict(
         id=f"{prefix}-{fam}-d{d}-J{J}-n{nj}-eps{eps:g}-{bounds}",
         suite=suite,
@@ -118,6 +124,7 @@ def _correlated_cell(
         family=fam,
         bounds=bounds,
         prior="default",
+        truth=truth,
     )
 
 
@@ -151,6 +158,16 @@ def cells(suite: str) -> list[dict[str, Any]]:
         return [
             _correlated_cell("boundary", suite, d, 3, clt_min_rows(d), 1.0, fam)
             for d, fam in ((2, "lkj"), (3, "iw"), (5, "lkj"))
+        ]
+    if suite == "units":  # correlated cells with each coefficient in its feature's units, ~ 1 / sd(x_k)
+        return [
+            _correlated_cell("units", suite, d, J, nj, eps, fam, truth="units")
+            for d, J, nj, eps, fam in (
+                (3, 3, 300, 0.5, "iw"),
+                (3, 3, 300, 2.0, "lkj"),
+                (5, 10, 300, 2.0, "iw"),
+                (3, 10, 3000, 0.5, "iw"),
+            )
         ]
     if suite == "tiny":  # parties below clt_min_rows(d), where fit takes normalx-nuts: the correlated suite's data
         return [
@@ -341,6 +358,8 @@ def _correlated(cell: dict[str, Any], rng: np.random.Generator) -> tuple[np.ndar
     d, n = cell["d"], cell["n"]
     Sx = generating_sigma_x(cell, rng)
     theta = 0.5 / np.sqrt(d) * rng.standard_t(3, size=d)
+    if cell.get("truth") == "units":  # each contribution theta_k x_k on one scale, as units would make it
+        theta = theta / np.sqrt(np.diag(Sx))
     X = rng.standard_normal((n, d)) @ np.linalg.cholesky(Sx).T
     signal = X @ theta
     y = signal + rng.uniform(0.2, 1.0) * signal.std() * rng.standard_normal(n)

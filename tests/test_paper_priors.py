@@ -184,3 +184,21 @@ def test_the_boundary_suite_sits_where_fit_switches_from_the_exact_sampler():
         assert default_method(c["d"], c["J"], nj - 1) == "normalx-nuts"
     assert Prior().for_theta_scale(get("normalx-nuts").theta_scales, "normalx-nuts").theta_scale == "features"
     assert Prior().for_theta_scale(get("normalx-clt").theta_scales, "normalx-clt").theta_scale == "release"
+
+
+def test_the_units_suite_puts_each_coefficient_in_its_features_units():
+    """``units`` cells draw the correlated suite's data and coefficients, each divided by its feature's sd
+    (``theta_k x_k`` on one scale); the other correlated suites' coefficients ignore the features' scales."""
+    import numpy as np
+
+    from studies import coverage as cov
+
+    free, units = (cov._correlated_cell("x", "correlated", 3, 3, 300, 0.5, "lkj", truth=t) for t in ("free", "units"))
+    X_f, _, theta_f = cov._correlated(free, np.random.default_rng(5))
+    X_u, _, theta_u = cov._correlated(units, np.random.default_rng(5))
+    Sx = cov.generating_sigma_x(free, np.random.default_rng(5))
+    assert not np.allclose(np.diag(Sx), 1.0)  # log-normal scales: the two truths differ
+    np.testing.assert_array_equal(X_u, X_f)
+    np.testing.assert_allclose(theta_u, theta_f / np.sqrt(np.diag(Sx)), rtol=1e-14)
+    assert [c["truth"] for c in cov.cells("units")] == ["units"] * 4
+    assert {c["truth"] for c in cov.cells("correlated") + cov.cells("tiny")} == {"free"}
