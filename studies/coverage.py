@@ -630,6 +630,8 @@ def write_summary(
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bayes_dpreg.model.prior import THETA_SCALES
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--suite", required=True, choices=list(SUITES))
     ap.add_argument("--reps", type=int, default=200)
@@ -646,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--theta-scale",
         default="auto",
-        choices=["auto", "release", "features"],
+        choices=THETA_SCALES,
         help="the priors' theta_scale (Prior.theta_scale): auto (the default prior's), theta's prior at the "
         "release's feature scales, or scaled by the sampled Sigma_x (normalx-nuts, normalx-clt)",
     )

@@ -78,19 +78,9 @@ VARIANTS = (
     "sigma_x_b10",
     "theta_features",
 )
+GENERATING_VARIANTS = ("sigma2", "theta", "sigma_x", "all", "sigma_x_b10")  # a factor swapped for the truth's
 # the variants outside the paper suite: no generating prior to swap in
-ETA_VARIANTS = (
-    "default",
-    "eta1",
-    "eta2",
-    "pooled",
-    "nuts",
-    "yty",
-    "features",
-    "sigma2_a05",
-    "sigma2_b10",
-    "theta_features",
-)
+ETA_VARIANTS = tuple(v for v in VARIANTS if v not in GENERATING_VARIANTS)
 ORACLE_VARIANTS = ("sigma_x", "sigma_x_b10")  # the generating Sigma_x prior: paper and correlated cells
 RELEASE = {"yty": "bs"}  # the variants fitted to another release: y^T y released too (release(..., yty=True))
 METHOD = {"pooled": "normalx-pooled", "nuts": "normalx-nuts"}  # the variants not fitted by normalx-clt

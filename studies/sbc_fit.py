@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import bayes_dpreg as bd
-from bayes_dpreg.model.prior import Prior, PriorScales
+from bayes_dpreg.model.prior import THETA_SCALES, Prior, PriorScales
 from bayes_dpreg.posterior.sbc import simulate_from_prior, summaries, uniformity_pvalue
 from bayes_dpreg.privacy.noisy_stats import NoisyStats
 from bayes_dpreg.samplers import get as get_sampler
@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--target-accept", type=float, default=None, help="fit target_accept_prob")
     ap.add_argument(
         "--theta-scale",
-        choices=("auto", "release", "features"),
+        choices=THETA_SCALES,
         default="auto",
         help="the prior's theta_scale (Prior.theta_scale), truths and fits alike: auto (the method's default)",
     )
