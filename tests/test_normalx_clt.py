@@ -358,7 +358,11 @@ def test_log_density_is_the_models_plus_the_log_jacobian(family):
     assert (ref.kappa is not None) == family.endswith("yty")
 
 
-@pytest.mark.parametrize("d", [clt.EXACT_NOISE_MAX_D, clt.EXACT_NOISE_MAX_D + 1])
+# at d = 4 (the exact-noise likelihood, 47-106 s) on demand (pytest -m slow), for the suite's 15 minutes: that
+# likelihood keeps SBC in the default run through fit (tests/test_sbc_fit.py, d = 2), the augmented one here
+@pytest.mark.parametrize(
+    "d", [pytest.param(clt.EXACT_NOISE_MAX_D, marks=pytest.mark.slow), clt.EXACT_NOISE_MAX_D + 1]
+)
 def test_sbc_where_the_clt_holds(d):
     """Simulated from the exact normalX model (Wishart ``S_j``), ``n_j = 3000``, noise that matters;
     the CLT sampler's ranks of ``theta``, ``sigma2``, ``Sigma_x`` are uniform, under the bound
