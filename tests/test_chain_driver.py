@@ -248,13 +248,13 @@ def _counting_advance(starts, slow=None, fail_at=None):
     return advance
 
 
-def _groups(advance, groups=4, chunks=3, workers=2):
+def _groups(advance, groups=4, chunks=3, workers=2, idle=None):
     from bayes_dpreg.samplers.progress import ChainProgress
 
     progress = ChainProgress(None, groups * chunks, workers, "test", compiles=False)
     keys = [jax.random.key(g) for g in range(groups)]
     return base._advance_groups(advance, [], [(g, 0) for g in range(groups)], None, None, keys, [10] * chunks,
-                                progress, 1, workers)
+                                progress, 1, workers, idle)
 
 
 def test_threads_take_chunks_of_the_chains_that_have_run_the_fewest():
@@ -267,6 +267,61 @@ def test_threads_take_chunks_of_the_chains_that_have_run_the_fewest():
     assert {g for g, c in starts[:4]} == {0, 1, 2, 3}, starts  # handed whole groups, threads started 0, 0, 1, 1
     for g, (state, parts) in enumerate(runs):
         assert state == (g, 3) and [p["chunk"].tolist() for p in parts] == [[g, c] for c in range(3)]
+
+
+def test_the_callers_thread_runs_its_idle_work_while_the_chains_run():
+    """The caller's thread, which would only wait for the workers, runs ``idle`` once (a new process's
+    ArviZ set-up), while the chunks run on the worker threads; the draws are those of a run without it."""
+    starts, calls = [], []
+
+    def idle():
+        calls.append((threading.current_thread() is threading.main_thread(), len(starts)))
+        time.sleep(0.1)
+        calls.append(len(starts))
+
+    runs = _groups(_counting_advance(starts), idle=idle)
+    assert calls[0][0] and calls[0][1] < 12 and calls[1] > calls[0][1], calls  # chunks ran during idle
+    plain = _groups(_counting_advance([]))
+    assert [(s, [p["chunk"].tolist() for p in parts]) for s, parts in runs] == [
+        (s, [p["chunk"].tolist() for p in parts]) for s, parts in plain]
+
+
+def test_the_driver_sets_up_arviz_while_the_first_run_of_chains_runs(monkeypatch):
+    """``run_chains`` hands :func:`posterior_libraries` to its main run (not to the compile notice's first
+    chunks, whose end the main run waits for), and the draws do not depend on it."""
+    from bayes_dpreg.runtime import preload
+
+    sampler, data, pr, settings = _fixeds_problem()
+    kernel = sampler.kernel._replace(vectorize=False, threads=True)
+    monkeypatch.setattr(base.os, "cpu_count", lambda: 2)
+    before = _run(kernel, data, pr, settings)
+    idles = []
+    interleaved = base._interleaved
+
+    def recording(*args):
+        idles.append(args[7] if len(args) > 7 else None)
+        return interleaved(*args)
+
+    monkeypatch.setattr(base, "_interleaved", recording)
+    base._STARTED.clear()  # a new process's first run: the compile notice's chunks first
+    after = _run(kernel, data, pr, settings)
+    assert idles[0] is None and idles[1] is preload.posterior_libraries, idles
+    for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_posterior_libraries_leaves_a_process_with_arviz_alone(monkeypatch):
+    import arviz
+
+    from bayes_dpreg.runtime import preload
+
+    built = []
+    monkeypatch.setattr(arviz, "from_dict", lambda **kw: built.append(kw))
+    monkeypatch.setattr(preload, "_DONE", False)
+    preload.posterior_libraries()  # ArviZ is imported (this test did): nothing to set up
+    assert preload._DONE and built == []
+    preload.posterior_libraries()
+    assert built == []  # once a process: a second call does nothing either
 
 
 def test_an_error_in_one_chain_stops_the_others_after_their_chunk():

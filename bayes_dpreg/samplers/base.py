@@ -45,6 +45,7 @@ from jax import Array, lax
 from ..runtime.cache import compile_notice, fit_jit
 from ..runtime.keys import fold_in, split_keys
 from ..runtime.precision import require_x64
+from ..runtime.preload import posterior_libraries
 from ..runtime.threads import lapack_guard, lapack_guarded, single_threaded_blas
 from ..stats import StackedStats
 from .progress import ChainProgress
@@ -310,7 +311,10 @@ def run_chains(
             advance, [], states[:first], data, pr, groups[:first], sizes[:1], progress, width, workers
         )
     _STARTED.add(signature)
-    runs = _advance_groups(advance, heads, states, data, pr, groups, sizes, progress, width, workers)
+    # the caller's thread, idle while the chains run, meanwhile sets up ArviZ for the draws (a new process's)
+    runs = _advance_groups(
+        advance, heads, states, data, pr, groups, sizes, progress, width, workers, posterior_libraries
+    )
     states = [state for state, _ in runs]
     outs = [_kept_draws(parts, num_warmup, total, thin, batched) for _, parts in runs]
     draws, info = _join(outs, batched)
@@ -366,10 +370,12 @@ def _advance_groups(
     progress: ChainProgress,
     width: int,
     workers: int,
+    idle: Callable[[], None] | None = None,
 ) -> list[tuple[Any, list]]:
     """:func:`_advance_all` for every group, in turn or, chunk by chunk, on ``workers`` threads
-    (:func:`_interleaved`), from ``states``; ``heads``: the first groups' ``(state, parts)`` after their
-    first chunk, which they go on from. Each group's result depends on its key only, not on the schedule."""
+    (:func:`_interleaved`, the caller's thread running ``idle`` meanwhile), from ``states``; ``heads``: the
+    first groups' ``(state, parts)`` after their first chunk, which they go on from. Each group's result
+    depends on its key only, not on the schedule."""
     jobs = [_Job(s, k, list(sizes), []) for s, k in zip(states, keys)]
     for g, (state, parts) in enumerate(heads):
         jobs[g] = _Job(state, keys[g], list(sizes[1:]), list(parts))
@@ -378,7 +384,7 @@ def _advance_groups(
             _advance_all(advance, j.state, data, pr, j.key, j.todo, progress, width, j.parts, len(j.parts))
             for j in jobs
         ]
-    return _interleaved(advance, jobs, data, pr, progress, width, workers)
+    return _interleaved(advance, jobs, data, pr, progress, width, workers, idle)
 
 
 @dataclass
@@ -394,15 +400,23 @@ class _Job:
 
 
 def _interleaved(
-    advance: Callable, jobs: list[_Job], data: Any, pr: Any, progress: ChainProgress, width: int, workers: int
+    advance: Callable,
+    jobs: list[_Job],
+    data: Any,
+    pr: Any,
+    progress: ChainProgress,
+    width: int,
+    workers: int,
+    idle: Callable[[], None] | None = None,
 ) -> list[tuple[Any, list]]:
     """Every group's chunks on ``workers`` threads: a free thread runs the next chunk of the idle group
     that has run the fewest (the first of those tied). Where whole groups were handed to the threads, a
     chain whose step size adapted smaller (twice the leapfrog steps a draw at d = 50) ran on one core
     after the others had finished; chunk by chunk the slow chain shares the cores with the rest. A
     group's chunks still run in order, each on its own key (:func:`_advance_all`), so the draws are
-    those of any other schedule. An error in a chunk, or an interrupt of the caller, stops every thread
-    after its current chunk and is raised here."""
+    those of any other schedule. The caller's thread meanwhile runs ``idle`` (the chain driver's main run:
+    :func:`~bayes_dpreg.runtime.preload.posterior_libraries`), then waits. An error in a chunk, or an interrupt
+    of the caller, stops every thread after its current chunk and is raised here."""
     x64 = bool(jax.config.read("jax_enable_x64"))  # thread-local under jax.enable_x64: the workers take the caller's
     cond = threading.Condition()
     failed: list[BaseException] = []
@@ -444,6 +458,8 @@ def _interleaved(
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bayes_dpreg-chain") as pool:
         futures = [pool.submit(work) for _ in range(workers)]
         try:
+            if idle is not None:
+                idle()
             for f in futures:
                 f.result()
         except BaseException as exc:  # KeyboardInterrupt included: the threads stop after their chunk
