@@ -270,8 +270,8 @@ def test_threads_take_chunks_of_the_chains_that_have_run_the_fewest():
 
 
 def test_the_callers_thread_runs_its_idle_work_while_the_chains_run():
-    """The caller's thread, which would only wait for the workers, runs ``idle`` once (a new process's
-    ArviZ set-up), while the chunks run on the worker threads; the draws are those of a run without it."""
+    """The caller's thread calls ``idle`` (the chain driver's: starting a new process's ArviZ set-up) once the
+    workers have their chunks, which run meanwhile; the draws are those of a run without it."""
     starts, calls = [], []
 
     def idle():
@@ -287,41 +287,47 @@ def test_the_callers_thread_runs_its_idle_work_while_the_chains_run():
 
 
 def test_the_driver_sets_up_arviz_while_the_first_run_of_chains_runs(monkeypatch):
-    """``run_chains`` hands :func:`posterior_libraries` to its main run (not to the compile notice's first
-    chunks, whose end the main run waits for), and the draws do not depend on it."""
+    """``run_chains`` starts :func:`preload.start` once each run's workers have their chunks (the compile
+    notice's first chunks, then the rest), and returns only after the helper thread has ended, so that the
+    caller's thread imports nothing while it runs; the draws do not depend on it."""
     from bayes_dpreg.runtime import preload
 
     sampler, data, pr, settings = _fixeds_problem()
     kernel = sampler.kernel._replace(vectorize=False, threads=True)
     monkeypatch.setattr(base.os, "cpu_count", lambda: 2)
     before = _run(kernel, data, pr, settings)
-    idles = []
+    idles, helpers = [], []
     interleaved = base._interleaved
 
     def recording(*args):
-        idles.append(args[7] if len(args) > 7 else None)
+        idles.append(args[7])
         return interleaved(*args)
 
+    def slow_set_up():
+        helpers.append(threading.current_thread())
+        time.sleep(0.3)
+
     monkeypatch.setattr(base, "_interleaved", recording)
+    monkeypatch.setattr(preload, "_THREAD", None)
+    monkeypatch.setattr(preload, "_set_up", slow_set_up)
+    monkeypatch.delitem(__import__("sys").modules, "arviz")  # as in a new process (restored after the test)
     base._STARTED.clear()  # a new process's first run: the compile notice's chunks first
     after = _run(kernel, data, pr, settings)
-    assert idles[0] is None and idles[1] is preload.posterior_libraries, idles
+    assert idles[:2] == [preload.start, preload.start], idles
+    assert len(helpers) == 1 and helpers[0] is not threading.current_thread() and not helpers[0].is_alive()
     for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after)):
         np.testing.assert_array_equal(a, b)
 
 
-def test_posterior_libraries_leaves_a_process_with_arviz_alone(monkeypatch):
-    import arviz
+def test_preload_starts_nothing_where_arviz_is_imported(monkeypatch):
+    import arviz  # noqa: F401
 
     from bayes_dpreg.runtime import preload
 
-    built = []
-    monkeypatch.setattr(arviz, "from_dict", lambda **kw: built.append(kw))
-    monkeypatch.setattr(preload, "_DONE", False)
-    preload.posterior_libraries()  # ArviZ is imported (this test did): nothing to set up
-    assert preload._DONE and built == []
-    preload.posterior_libraries()
-    assert built == []  # once a process: a second call does nothing either
+    monkeypatch.setattr(preload, "_THREAD", None)
+    preload.start()
+    assert preload._THREAD is None
+    preload.wait()  # returns at once
 
 
 def test_an_error_in_one_chain_stops_the_others_after_their_chunk():
