@@ -273,9 +273,10 @@ def test_the_callers_thread_runs_its_idle_work_while_the_chains_run():
     """The caller's thread calls ``idle`` (the chain driver's: starting a new process's ArviZ set-up) once the
     workers have their chunks, which run meanwhile; the draws are those of a run without it."""
     starts, calls = [], []
+    caller = threading.current_thread()
 
     def idle():
-        calls.append((threading.current_thread() is threading.main_thread(), len(starts)))
+        calls.append((threading.current_thread() is caller, len(starts)))
         time.sleep(0.1)
         calls.append(len(starts))
 
@@ -286,17 +287,17 @@ def test_the_callers_thread_runs_its_idle_work_while_the_chains_run():
         (s, [p["chunk"].tolist() for p in parts]) for s, parts in plain]
 
 
-def test_the_driver_sets_up_arviz_while_the_first_run_of_chains_runs(monkeypatch):
-    """``run_chains`` starts :func:`preload.start` once each run's workers have their chunks (the compile
-    notice's first chunks, then the rest), and returns only after the helper thread has ended, so that the
-    caller's thread imports nothing while it runs; the draws do not depend on it."""
+def test_the_driver_sets_up_arviz_during_its_main_run_and_returns_after(monkeypatch):
+    """``run_chains`` hands :func:`preload.start` to its main run, not to the compile notice's first chunks
+    (in which a worker's first run of a program makes its own lazy imports), and returns only once the helper
+    thread has ended, so that the caller's thread imports nothing while it runs; the draws do not depend on it."""
     from bayes_dpreg.runtime import preload
 
     sampler, data, pr, settings = _fixeds_problem()
     kernel = sampler.kernel._replace(vectorize=False, threads=True)
     monkeypatch.setattr(base.os, "cpu_count", lambda: 2)
     before = _run(kernel, data, pr, settings)
-    idles, helpers = [], []
+    idles, helper = [], []
     interleaved = base._interleaved
 
     def recording(*args):
@@ -304,22 +305,23 @@ def test_the_driver_sets_up_arviz_while_the_first_run_of_chains_runs(monkeypatch
         return interleaved(*args)
 
     def slow_set_up():
-        helpers.append(threading.current_thread())
-        time.sleep(0.3)
+        time.sleep(1.0)  # longer than the chains
+        helper.append((threading.current_thread(), time.perf_counter()))
 
     monkeypatch.setattr(base, "_interleaved", recording)
+    monkeypatch.setattr(base, "_STARTED", set())  # a new process's first run: the compile notice's chunks first
     monkeypatch.setattr(preload, "_THREAD", None)
+    monkeypatch.setattr(preload, "_imported", lambda: False)  # as in a new process
     monkeypatch.setattr(preload, "_set_up", slow_set_up)
-    monkeypatch.delitem(__import__("sys").modules, "arviz")  # as in a new process (restored after the test)
-    base._STARTED.clear()  # a new process's first run: the compile notice's chunks first
     after = _run(kernel, data, pr, settings)
-    assert idles[:2] == [preload.start, preload.start], idles
-    assert len(helpers) == 1 and helpers[0] is not threading.current_thread() and not helpers[0].is_alive()
+    returned = time.perf_counter()
+    assert idles[:2] == [None, preload.start], idles
+    assert len(helper) == 1 and helper[0][0] is not threading.current_thread() and helper[0][1] < returned
     for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after)):
         np.testing.assert_array_equal(a, b)
 
 
-def test_preload_starts_nothing_where_arviz_is_imported(monkeypatch):
+def test_preload_starts_nothing_where_arviz_is_imported_or_no_thread_starts(monkeypatch):
     import arviz  # noqa: F401
 
     from bayes_dpreg.runtime import preload
@@ -328,6 +330,15 @@ def test_preload_starts_nothing_where_arviz_is_imported(monkeypatch):
     preload.start()
     assert preload._THREAD is None
     preload.wait()  # returns at once
+
+    def refused(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(preload, "_imported", lambda: False)
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    preload.start()  # the fit goes on and imports ArviZ itself
+    assert preload._THREAD is None
+    preload.wait()
 
 
 def test_an_error_in_one_chain_stops_the_others_after_their_chunk():

@@ -38,7 +38,7 @@ def test_bundled_model_loads_by_name_from_any_directory(tmp_path, monkeypatch):
 
 
 def test_import_loads_no_heavy_module():
-    """arviz (~0.7 s), matplotlib and scipy.optimize load on first use, not at `import bayes_dpreg`."""
+    """arviz (1.2-1.6 s), matplotlib and scipy.optimize load on first use, not at `import bayes_dpreg`."""
     import subprocess
     import sys
 

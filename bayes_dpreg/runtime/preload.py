@@ -2,14 +2,17 @@
 and :func:`wait`.
 
 A new process pays for ArviZ at its first fit: the import (xarray, pandas, SciPy's ``stats`` and
-Matplotlib's ``pyplot`` among it; 1.1-1.6 s on the 2-core machines) and the first ``InferenceData`` it
-builds (0.3 s of lazy set-up in xarray and pandas), after the chains have run. Where the chain driver runs
-the chains on worker threads (:func:`bayes_dpreg.samplers.base.run_chains`), it starts this work on a
-helper thread once the workers have their chunks (:func:`start`), while its own thread only waits for
-them, and waits for it before it returns (:func:`wait`): the compiled chunks run outside the GIL, the
-import inside it. Between the two calls the caller's thread imports nothing, so the two threads never wait
-on each other's module locks. Nothing of the fit depends on it: draws, diagnostics and results are those
-of a process that imported ArviZ first. It runs once a process, and not at all once ArviZ is imported.
+Matplotlib's ``pyplot`` among it; 1.2-1.6 s on the 2-core machines, ``python -m benchmarks.import_time``)
+and the first ``InferenceData`` it builds (0.3 s of lazy set-up in xarray and pandas), after the chains
+have run. The chain driver (:func:`bayes_dpreg.samplers.base.run_chains`), where it runs the chains on
+worker threads, starts this work on a helper thread (:func:`start`) for its main run, once every chain
+program has run a chunk in this process (the compile notice's first chunks), and waits for it before it
+returns (:func:`wait`). Meanwhile the workers only run compiled chunks, which spend their time outside the
+GIL, and the caller's thread only waits for them: the lazy imports and one-time set-ups that a first
+run of a program makes on a worker (``jax.export``; jaxlib's LAPACK kernels, which import SciPy's
+``cython_lapack`` from C++) are behind them, so the helper's imports do not wait on theirs. Nothing of the
+fit depends on it: draws, diagnostics and results are those of a process that imported ArviZ first. It
+runs once a process, and not at all once ArviZ is imported.
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ __all__ = ["start", "wait"]
 
 _LOCK = threading.Lock()
 _THREAD: threading.Thread | None = None
+
+
+def _imported() -> bool:
+    return "arviz" in sys.modules
 
 
 def _set_up() -> None:
@@ -36,17 +43,23 @@ def _set_up() -> None:
 
 
 def start() -> None:
-    """Start :func:`_set_up` on a daemon thread, once a process; nothing where ArviZ is imported."""
+    """Start :func:`_set_up` on a daemon thread, once a process; nothing where ArviZ is imported, or where
+    no thread can be started (the fit then imports ArviZ itself, as without this module)."""
     global _THREAD
     with _LOCK:
-        if _THREAD is not None or "arviz" in sys.modules:
+        if _THREAD is not None or _imported():
             return
-        _THREAD = threading.Thread(target=_set_up, name="bayes_dpreg-preload", daemon=True)
-        _THREAD.start()
+        thread = threading.Thread(target=_set_up, name="bayes_dpreg-preload", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:  # "can't start new thread": a process at its thread limit
+            return
+        _THREAD = thread
 
 
 def wait() -> None:
     """Return once the thread :func:`start` started has ended (at once where it started none)."""
-    thread = _THREAD
+    with _LOCK:
+        thread = _THREAD
     if thread is not None:
         thread.join()

@@ -303,25 +303,15 @@ def run_chains(
     # compiles a jitted function once for callers on several threads; one group alone left cores idle)
     first = 0 if compiled else min(workers, len(groups))
     progress = ChainProgress(bar_total, len(groups) * len(sizes), workers, what, first)
-    try:  # the caller's thread waits on the workers: a new process's ArviZ set-up meanwhile (runtime.preload)
-        with compile_notice(_describe(kernel, data, parties)) if not compiled else contextlib.nullcontext():
-            if kernel.prepare is not None:
-                data = kernel.prepare(data, pr, settings)
-            states = [init(k, data, pr) for k in groups]
-            heads = _advance_groups(
-                advance,
-                [],
-                states[:first],
-                data,
-                pr,
-                groups[:first],
-                sizes[:1],
-                progress,
-                width,
-                workers,
-                preload.start,
-            )
-        _STARTED.add(signature)
+    with compile_notice(_describe(kernel, data, parties)) if not compiled else contextlib.nullcontext():
+        if kernel.prepare is not None:
+            data = kernel.prepare(data, pr, settings)
+        states = [init(k, data, pr) for k in groups]
+        heads = _advance_groups(
+            advance, [], states[:first], data, pr, groups[:first], sizes[:1], progress, width, workers
+        )
+    _STARTED.add(signature)
+    try:  # every program has run a chunk: a new process's ArviZ set-up meanwhile (runtime.preload)
         runs = _advance_groups(advance, heads, states, data, pr, groups, sizes, progress, width, workers, preload.start)
     finally:
         preload.wait()
@@ -383,7 +373,7 @@ def _advance_groups(
     idle: Callable[[], None] | None = None,
 ) -> list[tuple[Any, list]]:
     """:func:`_advance_all` for every group, in turn or, chunk by chunk, on ``workers`` threads
-    (:func:`_interleaved`, which calls ``idle`` once they have started), from ``states``; ``heads``: the
+    (:func:`_interleaved`, which calls ``idle`` once they are submitted), from ``states``; ``heads``: the
     first groups' ``(state, parts)`` after their first chunk, which they go on from. Each group's result
     depends on its key only, not on the schedule."""
     jobs = [_Job(s, k, list(sizes), []) for s, k in zip(states, keys)]
@@ -424,9 +414,9 @@ def _interleaved(
     chain whose step size adapted smaller (twice the leapfrog steps a draw at d = 50) ran on one core
     after the others had finished; chunk by chunk the slow chain shares the cores with the rest. A
     group's chunks still run in order, each on its own key (:func:`_advance_all`), so the draws are
-    those of any other schedule. The caller's thread calls ``idle`` once the workers have started (the chain
-    driver's: :func:`bayes_dpreg.runtime.preload.start`), then waits. An error in a chunk, or an interrupt
-    of the caller, stops every thread after its current chunk and is raised here."""
+    those of any other schedule. The caller's thread calls ``idle`` once the workers are submitted (the chain
+    driver's main run: :func:`bayes_dpreg.runtime.preload.start`), then waits. An error in a chunk, in
+    ``idle`` or an interrupt of the caller stops every thread after its current chunk and is raised here."""
     x64 = bool(jax.config.read("jax_enable_x64"))  # thread-local under jax.enable_x64: the workers take the caller's
     cond = threading.Condition()
     failed: list[BaseException] = []
