@@ -3,6 +3,7 @@ issue 31 fails where it should."""
 
 import csv
 
+import numpy as np
 import pytest
 
 from studies import criteria
@@ -31,6 +32,19 @@ def test_rmse_ratio_is_paired_over_the_replications_both_fitted():
     assert criteria.paired_ratio(a, b, CELL) == (pytest.approx(2.0), 5)
 
 
+def test_the_ratios_interval_shows_what_a_few_large_errors_make_of_it():
+    """Four replications in 100 with a hundred times the squared error carry the ratio; the bootstrap
+    interval spans the cases with fewer and more of them, and holds the ratio; equal errors give a point."""
+    eb = np.ones(100)
+    ea = np.ones(100)
+    ea[:4] = 100.0
+    ratio = np.sqrt(ea.mean() / eb.mean())
+    lo, hi = criteria.ratio_interval(ea, eb)
+    assert 1.0 < lo < ratio < hi and hi > 2.5 and hi - lo > 1.0
+    assert criteria.ratio_interval(ea, ea) == (pytest.approx(1.0), pytest.approx(1.0))
+    assert criteria.ratio_interval(ea, eb) == (lo, hi)  # seeded
+
+
 def test_each_criterion_fails_where_it_should(tmp_path):
     rows = [_row(CELL, r, "normalx-clt", 1.0, c90=0.8, div=int(r < 10), rhat=1.02 if r < 3 else 1.0) for r in range(100)]
     rows += [_row(CELL, r, "oracle-clt", 0.5) for r in range(50)]
@@ -39,11 +53,11 @@ def test_each_criterion_fails_where_it_should(tmp_path):
     _write(tmp_path / "small_replications.csv", small)
     (corr,) = criteria.cell_rows("correlated", tmp_path, tmp_path, "normalx-clt")
     assert corr["paired"] == 50 and corr["ratio"] == pytest.approx(2**0.5)
-    assert corr["fails"] == ["90% (> 2 se)", "RMSE / oracle", "divergences", "R-hat"]
+    assert corr["fails"] == ["90% (> 2 se)", "RMSE / oracle (interval above)", "divergences", "R-hat"]
     (sm,) = criteria.cell_rows("small", tmp_path, tmp_path, "normalx-clt")
     assert sm["fails"] == ["50% (> 2 se)", "90% above 0.95", "reps"] and sm["paired"] == 0  # matched: no oracle
     table = criteria.table(tmp_path, tmp_path, "normalx-clt")
-    assert f"| {CELL} | 100 | 0.800 ± 0.000 |" in table and "1.41 to oracle (50)" in table
+    assert f"| {CELL} | 100 | 0.800 ± 0.000 |" in table and "1.41 to oracle (50; 1.41-1.41)" in table
 
 
 def test_since_reads_only_the_rows_a_later_version_added(tmp_path, monkeypatch):
@@ -182,4 +196,4 @@ def test_the_tiny_suite_reads_the_small_parties_default(tmp_path):
     _write(tmp_path / "tiny_replications.csv", rows)
     (row,) = criteria.cell_rows("tiny", tmp_path, tmp_path, "normalx-clt")
     assert (row["c90"], row["paired"], row["ratio"]) == (pytest.approx(0.9), 100, pytest.approx(2.0))
-    assert row["fails"] == ["RMSE / oracle", "divergences"]
+    assert row["fails"] == ["RMSE / oracle (interval above)", "divergences"]
