@@ -12,7 +12,9 @@ GIL, and the caller's thread only waits for them: the lazy imports and one-time 
 run of a program makes on a worker (``jax.export``; jaxlib's LAPACK kernels, which import SciPy's
 ``cython_lapack`` from C++) are behind them, so the helper's imports do not wait on theirs. Nothing of the
 fit depends on it: draws, diagnostics and results are those of a process that imported ArviZ first. It
-runs once a process, and not at all once ArviZ is imported.
+runs once a process, and not at all once ArviZ is imported. An error in the chains, or an interrupt, reaches
+the caller once the helper has ended too (the driver waits for it in a ``finally``): at most the import's
+second or so later.
 """
 
 from __future__ import annotations
