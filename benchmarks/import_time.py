@@ -79,9 +79,9 @@ def versions(setup: Setup) -> dict[str, str]:
     return dict(json.loads(setup.run(code, 60.0)))
 
 
-def label(setup: Setup) -> str:
-    """The column's head: the packages that differ between interpreters, and the checkout's commit."""
-    vers = versions(setup)
+def label(setup: Setup, vers: dict[str, str]) -> str:
+    """The column's head: the packages that differ between interpreters (``vers``: :func:`versions`), and the
+    checkout's commit."""
     head = ", ".join(f"{k} {v}" for k, v in vers.items() if k in ("ml_dtypes", "jax"))
     git = ["git", "-C", str(setup.checkout or REPO), "rev-parse", "--short", "HEAD"]
     commit = subprocess.run(git, stdout=subprocess.PIPE, text=True, check=False).stdout.strip() or "?"
@@ -111,12 +111,13 @@ def table(times: dict[Setup, dict[str, list[float]]], setups: list[Setup]) -> li
     def cell(v: list[float]) -> str:
         return f"{statistics.median(v):.3f} ({min(v):.3f}-{max(v):.3f})"
 
-    lines = ["| seconds | " + " | ".join(label(s) for s in setups) + " |", "|---|" + "---|" * len(setups)]
+    vers = {s: versions(s) for s in setups}
+    lines = ["| seconds | " + " | ".join(label(s, vers[s]) for s in setups) + " |", "|---|" + "---|" * len(setups)]
     for row in times[setups[0]]:
         lines.append(f"| {row} | " + " | ".join(cell(times[s][row]) for s in setups) + " |")
     lines += [
         "",
-        "Setups: " + "; ".join(f"`{s.python}` with `{s.checkout or REPO}`: {json.dumps(versions(s))}" for s in setups),
+        "Setups: " + "; ".join(f"`{s.python}` with `{s.checkout or REPO}`: {json.dumps(vers[s])}" for s in setups),
     ]
     return lines
 
