@@ -261,7 +261,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         options.update(spec.fit)
     method = args.method or options.pop("method", None)
     options.pop("method", None)
-    for key in ("num_samples", "num_chains", "num_warmup", "seed", "coef_names", "extend"):
+    for key in ("num_samples", "num_chains", "num_warmup", "seed", "coef_names", "extend", "retry"):
         value = getattr(args, key)
         if value is not None:
             options[key] = value
@@ -631,6 +631,13 @@ def _add_fit(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--seed", type=int, default=None, help="seed of the sampling (default 0)")
     f.add_argument(
         "--extend", type=int, default=None, help="NUTS methods: continue chains that mix too slowly, up to N times"
+    )
+    f.add_argument(
+        "--no-retry",
+        dest="retry",
+        action="store_false",
+        default=None,
+        help="NUTS methods: keep chains that diverged (by default they run again once at a higher target acceptance)",
     )
     f.add_argument("--level", type=float, default=LEVEL, help="credible level of the intervals (default %(default)s)")
     f.add_argument("--progress", action="store_true", help="show a progress bar")

@@ -203,3 +203,32 @@ def test_the_default_draws_in_rounds_of_250_until_the_check_passes(seed):
     # the rounds are one chain cut where the check passed: the first draws are those of a single longer run
     m = min(at["num_samples"], 500)
     np.testing.assert_array_equal(post["theta"][:, :m], whole.posterior["theta"].values[:, :m])
+
+
+def test_chains_that_diverge_run_again_once_at_a_higher_target_acceptance():
+    """A fit with a divergent transition after warm-up runs its chains again from the start at
+    ``retry_target`` (half the rejection rate) and keeps the second run's draws, recording the first run's
+    divergences; ``retry=False`` keeps the first run; a fit without a divergence is what it was."""
+    from bayes_dpreg.samplers.normalx_nuts import retry_target
+
+    stats = unit_releases(2000, 2, 3, 1.0, 2)[0]
+    short = dict(seed=2, num_samples=200, num_warmup=200, target_accept_prob=0.6)  # too large a step: 30 diverge
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", bd.ConvergenceWarning)
+        once = bd.fit(stats, retry=False, **short)
+        again = bd.fit(stats, **short)
+    first, second = once.posterior.attrs, again.posterior.attrs
+    assert first["divergences"] > 0 and first["retried"] == 0 and first["target_accept_prob"] == 0.6
+    assert second["retried"] == 1 and second["divergences_before_retry"] == first["divergences"]
+    assert second["target_accept_prob"] == retry_target(0.6) == pytest.approx(0.8)
+    assert second["divergences"] == int(again.sample_stats["diverging"].sum()) < first["divergences"]
+    assert not np.array_equal(again.posterior["theta"].values, once.posterior["theta"].values)
+    assert retry_target(0.9) == pytest.approx(0.95) and retry_target(0.97) == pytest.approx(0.985)
+    worse = dict(seed=0, num_samples=200, num_warmup=200, target_accept_prob=0.5)  # 89 diverge, then 1 at 0.75
+    with pytest.warns(bd.ConvergenceWarning, match=r"a second run: the first diverged \d+ times .* at target_accept_prob 0.75"):
+        still = bd.fit(unit_releases(2000, 2, 3, 1.0, 0)[0], **worse)
+    assert 0 < still.posterior.attrs["divergences"] < still.posterior.attrs["divergences_before_retry"]
+    calm = dict(seed=1, num_samples=200, num_warmup=200)  # at the default target none diverges
+    plain, checked = bd.fit(_stats(seed=1), retry=False, **calm), bd.fit(_stats(seed=1), **calm)
+    assert checked.posterior.attrs["retried"] == 0 == checked.posterior.attrs["divergences"]
+    np.testing.assert_array_equal(plain.posterior["theta"].values, checked.posterior["theta"].values)
