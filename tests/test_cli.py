@@ -1,6 +1,7 @@
 """The command line: demo, release -> fit round trip, sigma, clear errors."""
 
 import numpy as np
+import pytest
 
 from bayes_dpreg.cli import main
 
@@ -57,3 +58,23 @@ def test_cli_errors_are_clear(tmp_path, capsys):
     bad.write_text("{}")
     assert main(["fit", str(bad)]) == 2
     assert "not a bayes_dpreg statistics file" in capsys.readouterr().err
+
+
+def test_fit_no_retry_reaches_fit(tmp_path, monkeypatch, capsys):
+    """``--no-retry`` passes ``retry=False``; without it ``fit`` keeps its default (chains that diverged run again)."""
+    import bayes_dpreg
+
+    stats = tmp_path / "p.json"
+    bayes_dpreg.release(np.eye(2).repeat(5, 0), np.zeros(10), epsilon=1.0, delta=1e-5, x_bound=1.0,
+                        y_bound=1.0).save(stats)
+    seen = []
+
+    def fake(stats, method=None, prior=None, **options):
+        seen.append(options)
+        raise SystemExit(0)  # stop here: only what reached fit is tested
+
+    monkeypatch.setattr(bayes_dpreg, "fit", fake)
+    for args in (["--no-retry"], []):
+        with pytest.raises(SystemExit):
+            main(["fit", str(stats), *args])
+    assert seen[0].get("retry") is False and "retry" not in seen[1]
