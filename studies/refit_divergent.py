@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"{len(changed)} rows without a divergence refitted differently: {changed[0]}")
         by_key = {_key(n): n for n in new[: len(diverged)]}
         fields = list(rows[0])
-        write_rows(path, [{k: by_key.get(_key(r), r)[k] for k in fields} for r in rows], fields)
+        write_rows(path, [{k: by_key.get(_key(r), r).get(k, "") for k in fields} for r in rows], fields)
         log = path.with_name("refit_divergent.csv")
         write_rows(log, read_rows(log) + [_logged(path, old, n) for old, n in zip(diverged, new)])
         for old, n in zip(diverged, new):
