@@ -8,7 +8,7 @@ its cost. Each row is refitted by the study that wrote it, on the same seeded re
 ``studies.coverage`` (``<suite>_replications.csv``, rows named by ``method``; the default ``--sigma2-max``
 and ``--theta-scale``, as every file this is used on was written). ``--check N``: also refit the first ``N``
 rows without a divergence and fail unless each is as written (the claim that the rest are unchanged).
-``--variants`` / ``--methods``: only those rows. The file is rewritten atomically once every refit has
+``--variants`` / ``--methods`` / ``--cells``: only those rows. The file is rewritten atomically once every refit has
 ended, with its columns and rows in their order (only the refitted rows differ), and ``refit_divergent.csv``
 beside it gets a line a refitted row: the row's key, its divergences, 90% coverage and squared error before
 and after, whether the fit ran its chains again (``retried``), the first run's divergences and the target
@@ -86,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("csv", nargs="+")
     ap.add_argument("--variants", nargs="+")
     ap.add_argument("--methods", nargs="+")
+    ap.add_argument("--cells", nargs="+", help="only these cells' rows")
     ap.add_argument("--check", type=int, default=0, help="also refit this many rows without a divergence")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--data-dir", default=str(DATA_DIR))
@@ -100,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             for r in rows
             if (args.variants is None or r.get("variant") in args.variants)
             and (args.methods is None or r["method"] in args.methods)
+            and (args.cells is None or r["cell"] in args.cells)
             and not r.get("error")
         ]
         diverged = [r for r in wanted if float(r["divergences"] or 0) > 0]
