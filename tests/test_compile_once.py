@@ -48,6 +48,9 @@ def compiles():
 @pytest.mark.parametrize("method", ["fast", "fixeds", "normalx-nuts", "normalx-clt"])
 def test_second_fit_with_new_data_compiles_nothing(method, compiles):
     kw = dict(num_samples=61, num_warmup=59, num_chains=2)
+    # chains that diverge run again at another target acceptance, programs of their own compiled once a process
+    # (the second fit of normalx-clt here diverges; test_a_retry_compiles_its_programs_once below)
+    kw |= {"retry": False} if method.startswith("normalx") else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         bd.fit(_stats(1), method, seed=0, **kw)
@@ -55,6 +58,19 @@ def test_second_fit_with_new_data_compiles_nothing(method, compiles):
         compiles.messages.clear()
         bd.fit(_stats(2), method, seed=1, **kw)  # other data, other seed, same shapes
     assert compiles.messages == []
+
+
+def test_a_retry_compiles_its_programs_once(compiles):
+    """A fit whose chains diverge compiles the retry's programs (another target acceptance); a later fit of the
+    same shapes that retries too compiles nothing."""
+    kw = dict(num_samples=61, num_warmup=59, num_chains=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = bd.fit(_stats(2), "normalx-clt", seed=1, **kw)  # 10 divergent transitions, then none at 0.95
+        assert first.posterior.attrs["retried"] == 1 and compiles.messages
+        compiles.messages.clear()
+        again = bd.fit(_stats(2), "normalx-clt", seed=1, **kw)
+    assert again.posterior.attrs["retried"] == 1 and compiles.messages == []
 
 
 def test_post_processing_compiles_nothing_for_another_number_of_draws(compiles):

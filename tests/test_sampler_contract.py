@@ -14,7 +14,7 @@ from bayes_dpreg.samplers.base import MethodResult, run_chains
 
 NAMES = sorted(SAMPLERS)
 # the chain driver's own options (run_chains: thin, progress_bar, extend), with their defaults
-RUN_DEFAULTS = {"thinning": 1, "progress_bar": False, "extend": 0}
+RUN_DEFAULTS = {"thinning": 1, "progress_bar": False, "extend": 0, "retry": True}
 CHAINS, WARMUP, DRAWS = 2, 5, 5
 # valid values other than the defaults that halve a compilation (the level moves: tests/test_samplers.py)
 CHEAP = {"level_moves": False}
