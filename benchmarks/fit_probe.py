@@ -78,7 +78,8 @@ def _probe(args: argparse.Namespace) -> None:
 
 
 def _mixing(idata: Any, caught: list) -> str:
-    """Draws a chain, min bulk ESS and max R-hat of ``theta``, and the fit's warnings by category."""
+    """Draws a chain, min bulk ESS and max R-hat of ``theta``, divergences (and the retry's), and the fit's warnings
+    by category."""
     import arviz as az
 
     theta = idata.posterior["theta"]
@@ -92,6 +93,11 @@ def _mixing(idata: Any, caught: list) -> str:
         s2 = idata.posterior["sigma2"]
         bulk, tail = float(az.ess(s2)["sigma2"]), float(az.ess(s2, method="tail")["sigma2"])
         mixing += f"; sigma2: R-hat {float(az.rhat(s2)['sigma2']):.3f}, bulk / tail ESS {bulk:.0f} / {tail:.0f}"
+    at = idata.posterior.attrs
+    if "divergences" in at:  # a fit whose chains diverged ran them again (run_nuts' retry): what each run had
+        mixing += f"; divergences {at['divergences']}" + (
+            f" (the first run's {at['divergences_before_retry']}, retried)" if at.get("retried") else ""
+        )
     return f"{mixing}, warnings: {kinds}"
 
 
