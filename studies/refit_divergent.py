@@ -66,6 +66,14 @@ def refit(row: dict[str, str], data_dir: str) -> dict[str, Any]:
     return new | ({k: seen[-1].get(k, "") for k in RECORDED} if seen else {})
 
 
+def _refit_all(rows: list[dict[str, str]], data_dir: str, workers: int) -> list[dict[str, Any]]:
+    """:func:`refit` of every row, on ``workers`` processes (in this one where ``workers <= 1``)."""
+    if workers <= 1:
+        return [refit(r, data_dir) for r in rows]
+    with ProcessPoolExecutor(workers) as pool:
+        return list(pool.map(refit, rows, [data_dir] * len(rows)))
+
+
 def _key(row: dict[str, Any]) -> tuple[str, int, str]:
     return str(row["cell"]), int(row["rep"]), str(row.get("variant") or row["method"])
 
@@ -107,8 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         diverged = [r for r in wanted if float(r["divergences"] or 0) > 0]
         checks = [r for r in wanted if float(r["divergences"] or 0) == 0][: args.check]
         print(f"{path}: {len(diverged)} of {len(wanted)} rows diverged; refitting them and {len(checks)} others")
-        with ProcessPoolExecutor(args.workers) as pool:
-            new = list(pool.map(refit, diverged + checks, [args.data_dir] * (len(diverged) + len(checks))))
+        new = _refit_all(diverged + checks, args.data_dir, args.workers)
         changed = [(old, n) for old, n in zip(checks, new[len(diverged) :]) if not _same(old, n)]
         if changed:
             raise SystemExit(f"{len(changed)} rows without a divergence refitted differently: {changed[0]}")
