@@ -51,8 +51,9 @@ class Convergence(NamedTuple):
             and not self.separated
         )
 
-    def message(self, method: str) -> str:
-        """What went wrong and what to do (empty when :attr:`ok`)."""
+    def message(self, method: str, retried: tuple[int, float] | None = None) -> str:
+        """What went wrong and what to do (empty when :attr:`ok`). ``retried``: the first run's divergences and
+        the target acceptance of these draws where they are a second run (``run_nuts``' ``retry``)."""
         problems = []
         worst = lambda d, f: f(d, key=d.get)
         if self.max_rhat > self.rhat_max:
@@ -73,7 +74,12 @@ class Convergence(NamedTuple):
             "methods pass extend=2 (CLI --extend 2) to continue the chains, and check the prior's scale against the "
             "declared bounds"
         )
-        if self.divergences:
+        if self.divergences and retried:
+            advice = (
+                f"these draws are a second run: the first diverged {retried[0]} times and the chains were run again "
+                f"at target_accept_prob {retried[1]:.3g}; raise it further (e.g. 0.99); " + advice
+            )
+        elif self.divergences:
             advice = "raise target_accept_prob (e.g. 0.95); " + advice
         if self.separated:
             advice = (

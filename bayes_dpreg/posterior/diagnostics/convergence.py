@@ -63,20 +63,9 @@ def check(idata: Any, st: StackedStats, sampler: Sampler, pr: Any) -> Finding:
     }
     if conv.ok:
         return Finding("convergence", True, attrs)
-    return Finding("convergence", False, attrs, _message(conv, sampler.name, idata.posterior.attrs), ConvergenceWarning)
-
-
-def _message(conv: Convergence, method: str, at: Any) -> str:
-    """:meth:`Convergence.message`, and where the chains were already run again for their divergences
-    (``run_nuts``' ``retry``), at which target acceptance."""
-    text = conv.message(method)
-    if conv.divergences and at.get("retried"):
-        text += (
-            f" These draws are a second run: the first diverged {at['divergences_before_retry']} times and the "
-            f"chains were run again at target_accept_prob {at['target_accept_prob']:.3g}; pass a higher one "
-            "(e.g. 0.99)."
-        )
-    return text
+    at = idata.posterior.attrs
+    retried = (int(at["divergences_before_retry"]), float(at["target_accept_prob"])) if at.get("retried") else None
+    return Finding("convergence", False, attrs, conv.message(sampler.name, retried), ConvergenceWarning)
 
 
 CHECK = Check(
