@@ -191,8 +191,8 @@ def test_the_bounds_line_appears_only_when_the_bound_is_exceeded():
 
 
 def test_the_statistic_is_each_partys_quadratic_form_in_its_covariance():
-    """``_whitened_spread`` in the shared eigenbasis of the Wishart covariance (``_covariances``) equals
-    ``sum_j r_j^T V_j^{-1} r_j`` with ``V_j = (1 - n_j / N) (n_j Gamma + sigma_j^2 I)`` solved party by
+    """``_whitened_spread`` (of the upper triangles) in the shared eigenbasis of the Wishart covariance
+    (``_covariances``) equals ``sum_j r_j^T V_j^{-1} r_j`` with ``V_j = (1 - n_j / N) (n_j Gamma + sigma_j^2 I)`` solved party by
     party, for a release and for a batch of them, parties with their own noise."""
     from bayes_dpreg.posterior.diagnostics import heterogeneity as het
 
@@ -209,5 +209,7 @@ def test_the_statistic_is_each_partys_quadratic_form_in_its_covariance():
         for j in range(4):
             V = (1 - N[j] / N.sum()) * (N[j] * G + sig[j] ** 2 * np.eye(p))
             direct += r[j] @ np.linalg.solve(V, r[j])
-        np.testing.assert_allclose(het._whitened_spread(S_b, N, E, v), direct, rtol=1e-10)
-    np.testing.assert_allclose(het._whitened_spread(batch, N, E, v)[0], het._whitened_spread(S, N, E, v), rtol=1e-12)
+        np.testing.assert_allclose(het._whitened_spread(het._upper(S_b), N, E, v), direct, rtol=1e-10)
+    np.testing.assert_allclose(
+        het._whitened_spread(het._upper(batch), N, E, v)[0], het._whitened_spread(het._upper(S), N, E, v), rtol=1e-12
+    )

@@ -77,12 +77,11 @@ def _wishart_cov(Sigma: np.ndarray) -> np.ndarray:
     return Sigma[np.ix_(a, a)] * Sigma[np.ix_(b, b)] + Sigma[np.ix_(a, b)] * Sigma[np.ix_(b, a)]
 
 
-def _whitened_spread(S: np.ndarray, n: np.ndarray, E: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """``sum_j r_j^T V_j^{-1} r_j`` with ``r_j = upper(S_j) - n_j upper(sum_k S_k / sum_k n_k)`` and
-    ``V_j = E diag(v_j) E^T`` (:func:`_covariances`); ``S`` may carry leading batch axes before the
+def _whitened_spread(U: np.ndarray, n: np.ndarray, E: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``sum_j r_j^T V_j^{-1} r_j`` with ``r_j = U_j - n_j sum_k U_k / sum_k n_k``, ``U_j = upper(S_j)``, and
+    ``V_j = E diag(v_j) E^T`` (:func:`_covariances`); ``U`` may carry leading batch axes before the
     party axis. One matrix product for every party and draw: ``(E^T r_j)^2 / v_j`` summed."""
-    pooled = S.sum(-3, keepdims=True) / n.sum()
-    r = _upper(S - n[:, None, None] * pooled)
+    r = U - n[:, None] * (U.sum(-2, keepdims=True) / n.sum())
     return ((r.reshape(-1, E.shape[0]) @ E).reshape(r.shape) ** 2 / v).sum((-1, -2))
 
 
@@ -99,9 +98,10 @@ def _covariances(Sigma: np.ndarray, n: np.ndarray, sig: np.ndarray) -> tuple[np.
 def _bartlett_wishart(rng: np.random.Generator, L: np.ndarray, dof: np.ndarray, size: int) -> np.ndarray:
     """``size`` draws of ``S_j ~ W(L L^T, dof_j)`` per party (Bartlett: ``S = L A A^T L^T``)."""
     J, d = dof.shape[0], L.shape[-1]
-    A = np.tril(rng.standard_normal((size, J, d, d)), -1)
-    chi = rng.chisquare(dof[:, None] - np.arange(d), size=(size, J, d))
-    A[..., np.arange(d), np.arange(d)] = np.sqrt(chi)
+    below = np.tril_indices(d, -1)
+    A = np.zeros((size, J, d, d))
+    A[..., below[0], below[1]] = rng.standard_normal((size, J, below[0].size))
+    A[..., np.arange(d), np.arange(d)] = np.sqrt(rng.chisquare(dof[:, None] - np.arange(d), size=(size, J, d)))
     LA = L @ A
     return LA @ np.swapaxes(LA, -1, -2)
 
@@ -112,16 +112,16 @@ def _null_spread(
     """:func:`_whitened_spread` of ``draws`` releases simulated from the model at ``Sigma^ = L L^T``
     (:func:`party_heterogeneity`'s bootstrap), in blocks of draws whose ``S~_j`` hold at most
     :data:`BOOTSTRAP_BLOCK` numbers: memory bounded whatever ``J`` and ``d`` (at d = 50, J = 100, the 200
-    draws at once were arrays of 400 MB, several alive together). Where one block holds every draw, the
-    random numbers are drawn in the order they always were."""
+    draws at once were arrays of 400 MB, several alive together). The release noise is drawn for the upper
+    triangle only, the entries the statistic reads."""
     J, d = n.shape[0], L.shape[-1]
+    p = d * (d + 1) // 2
     size = max(1, BOOTSTRAP_BLOCK // (J * d * d))
     out = []
     for start in range(0, draws, size):
         m = min(size, draws - start)
-        noise = rng.standard_normal((m, J, d, d))
-        noise = np.triu(noise) + np.swapaxes(np.triu(noise, 1), -1, -2)
-        out.append(_whitened_spread(_bartlett_wishart(rng, L, n, m) + sig[:, None, None] * noise, n, E, v))
+        U = _upper(_bartlett_wishart(rng, L, n, m)) + sig[:, None] * rng.standard_normal((m, J, p))
+        out.append(_whitened_spread(U, n, E, v))
     return np.concatenate(out)
 
 
@@ -160,7 +160,7 @@ def party_heterogeneity(S_tilde: Any, n: Any, sigma_S: Any, *, draws: int = 200,
     lam = np.maximum(lam, 1e-6 * max(lam[-1], np.finfo(float).tiny))
     Sigma = (U * lam) @ U.T
     E, v = _covariances(Sigma, n, sig)
-    q = float(_whitened_spread(S, n, E, v))
+    q = float(_whitened_spread(_upper(S), n, E, v))
     q_star = _null_spread(np.random.default_rng(seed), U * np.sqrt(lam), n, sig, E, v, draws)
     null_mean = float(q_star.mean())
     return Heterogeneity(q, null_mean, q / null_mean, float((1 + (q_star >= q).sum()) / (draws + 1)), draws)
