@@ -578,3 +578,35 @@ def test_sbc_of_the_rounds_stopping_rule():
     assert (rounds == 1).any() and (rounds > 1).any(), rounds
     pvalues = {name: uniformity_pvalue(r, L) for name, r in ranks.items()}
     assert min(pvalues.values()) > 1e-3, pvalues
+
+
+def test_the_frames_hessian_on_threads_is_the_one_row_by_row():
+    """From ``FD_THREADS_MIN_DIM`` coordinates ``fd_hessian`` computes its rows on ``workers`` threads: the
+    same matrix, bit for bit, as row by row, from rows that ran on more than one thread, each in the caller's
+    64-bit mode (thread-local under ``jax.enable_x64``: a worker without it computed in float32)."""
+    import threading
+
+    k = clt.FD_THREADS_MIN_DIM + 5
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((k, k))
+    A = A @ A.T / k
+    seen = set()
+    compiled = jax.jit(jax.grad(lambda x: 0.5 * x @ (jnp.asarray(A) @ x) + jnp.cosh(x).sum()))
+
+    def grad(x):
+        seen.add(threading.get_ident())
+        out = np.asarray(compiled(jnp.asarray(x)))
+        assert out.dtype == np.float64, out.dtype
+        return out
+
+    x = rng.standard_normal(k)
+    jax.config.update("jax_enable_x64", False)  # as in a user's process: 64 bits only inside fit's context
+    try:
+        with jax.enable_x64(True):
+            one = clt.fd_hessian(grad, x)
+            two = clt.fd_hessian(grad, x, workers=2)
+    finally:
+        jax.config.update("jax_enable_x64", True)  # conftest's
+    assert len(seen) >= 2
+    np.testing.assert_array_equal(one, two)
+    np.testing.assert_allclose(two, A + np.diag(np.cosh(x)), rtol=1e-4, atol=1e-4)

@@ -54,6 +54,7 @@ __all__ = [
     "single_threaded_blas",
     "lapack_guard",
     "lapack_guarded",
+    "callers_context",
     "lapack_cost",
     "safe_batch",
     "split_lapack_calls",
@@ -279,6 +280,22 @@ def lapack_guarded(fn: F) -> F:
             return fn(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def callers_context() -> Callable[[], contextlib.AbstractContextManager]:
+    """A context for worker threads that compute for the calling thread: the caller's 64-bit mode (thread-local
+    under ``jax.enable_x64``, which ``fit`` enters) and :func:`lapack_guard`. Call it on the caller's thread; enter
+    what it returns on each worker."""
+    import jax
+
+    x64 = bool(jax.config.read("jax_enable_x64"))
+
+    @contextlib.contextmanager
+    def context() -> Iterator[None]:
+        with jax.enable_x64(x64), lapack_guard():
+            yield
+
+    return context
 
 
 _blas_lock = threading.Lock()

@@ -46,7 +46,7 @@ from ..runtime import preload
 from ..runtime.cache import compile_notice, fit_jit
 from ..runtime.keys import fold_in, split_keys
 from ..runtime.precision import require_x64
-from ..runtime.threads import lapack_guard, lapack_guarded, single_threaded_blas
+from ..runtime.threads import callers_context, lapack_guarded, single_threaded_blas
 from ..stats import StackedStats
 from .progress import ChainProgress
 
@@ -417,7 +417,7 @@ def _interleaved(
     those of any other schedule. The caller's thread calls ``idle`` once the workers are submitted (the chain
     driver's main run: :func:`bayes_dpreg.runtime.preload.start`), then waits. An error in a chunk, in
     ``idle`` or an interrupt of the caller stops every thread after its current chunk and is raised here."""
-    x64 = bool(jax.config.read("jax_enable_x64"))  # thread-local under jax.enable_x64: the workers take the caller's
+    context = callers_context()
     cond = threading.Condition()
     failed: list[BaseException] = []
 
@@ -435,7 +435,7 @@ def _interleaved(
         return None
 
     def work() -> None:
-        with jax.enable_x64(x64), lapack_guard():
+        with context():
             while True:
                 with cond:
                     job = take()
