@@ -4,9 +4,12 @@ each ``--dump-every`` seconds (to ``<out>/stacks.txt``): tells a slow fit from a
     python -m benchmarks.fit_probe --device gpu --chains 1 --dump-every 40 --out /tmp/probe
 
 Data as in :mod:`benchmarks.speed` (the paper's simulation, n = 1e5, eps = 1, seeded releases),
-d = 5, J = 5 unless ``--dims``/``--parties``; ``--eta`` fits the default prior with that LKJ
-concentration (the default's is 1; 2 before 2026-11-28), ``--target-accept`` NUTS's target acceptance,
-``--extend`` fit's ``extend`` (0: what the chains' first draws show, before any extension),
+d = 5, J = 5 unless ``--dims``/``--parties``, fitted by the sampler ``fit`` chooses for those shapes unless
+``--method`` names one (it printed its name first since 2026-12-07, when a probe of "the default" at d = 20,
+J = 20 turned out to have fitted ``normalx-clt``, the old ``--method`` default, not ``normalx-pooled``);
+``--eta`` fits the default prior with that LKJ concentration (the default's is 1; 2 before 2026-11-28),
+``--target-accept`` NUTS's target acceptance, ``--extend`` fit's ``extend`` (0: what the chains' first draws
+show, before any extension),
 ``--max-tree-depth`` NUTS's ``max_tree_depth``, ``--releases`` the releases' seeds (default 1 2).
 Prints the seconds of the first fit (compilation included) and of each later fit on another release of the
 same shapes, and for NUTS the leapfrog steps of the kept draws (the warm-up's are not recorded) with the
@@ -30,7 +33,12 @@ from typing import Any
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
-    ap.add_argument("--method", default="normalx-clt")
+    ap.add_argument(
+        "--method",
+        default="default",
+        help="the sampler (default: fit's own choice for the shapes, bd.samplers.default_method; normalx-clt before "
+        "2026-12-07, which is not that choice from d = 20, J = 12 on)",
+    )
     ap.add_argument("--dims", type=int, default=5)
     ap.add_argument("--parties", type=int, default=5)
     ap.add_argument("--chains", type=int, default=4)
@@ -60,9 +68,11 @@ def _probe(args: argparse.Namespace) -> None:
     bd.select_device(args.device)
     from benchmarks import speed
 
+    method = bd.samplers.default_method(args.dims, args.parties) if args.method == "default" else args.method
+    print(f"method {method}", flush=True)
     for i, seed in enumerate(args.releases):
         label = f"{'cold' if i == 0 else 'warm'} (release {seed})"
-        stats = speed.releases(args.method, args.dims, args.parties, seed)
+        stats = speed.releases(method, args.dims, args.parties, seed)
         t = time.perf_counter()
         prior = None if args.eta is None else bd.Prior(eta=args.eta)
         with warnings.catch_warnings(record=True) as caught:
@@ -70,7 +80,7 @@ def _probe(args: argparse.Namespace) -> None:
             options = {} if args.target_accept is None else {"target_accept_prob": args.target_accept}
             options |= {} if args.extend is None else {"extend": args.extend}
             options |= {} if args.max_tree_depth is None else {"max_tree_depth": args.max_tree_depth}
-            idata = bd.fit(stats, args.method, prior, seed=seed, num_chains=args.chains, **options)
+            idata = bd.fit(stats, method, prior, seed=seed, num_chains=args.chains, **options)
         wall = time.perf_counter() - t
         steps = int(idata.sample_stats["n_steps"].sum()) if "n_steps" in idata.sample_stats else 0
         per_step = f", {steps} leapfrog steps after warm-up ({1e6 * wall / steps:.0f} us a step)" if steps else ""
