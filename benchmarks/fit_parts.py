@@ -70,7 +70,7 @@ def _first_round(bd: Any, method: str, stats: list, seed: int) -> str:
     idata = bd.fit(stats, method, seed=seed, extend=0)
     wall = time.perf_counter() - t
     c = convergence(idata)
-    worst = max(c.r_hat, key=c.r_hat.get)
+    worst = max(c.r_hat, key=lambda k: c.r_hat[k])
     slow = c.max_rhat > c.rhat_max or min(c.min_ess_bulk, c.min_ess_tail) < c.ess_min
     verdict = "another round" if slow and not c.separated else "stops"
     over = sum(v > c.rhat_max for v in c.r_hat.values())
