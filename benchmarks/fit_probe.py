@@ -10,7 +10,8 @@ J = 20 turned out to have fitted ``normalx-clt``, the old ``--method`` default, 
 ``--eta`` fits the default prior with that LKJ concentration (the default's is 1; 2 before 2026-11-28),
 ``--target-accept`` NUTS's target acceptance, ``--extend`` fit's ``extend`` (0: what the chains' first draws
 show, before any extension),
-``--max-tree-depth`` NUTS's ``max_tree_depth``, ``--releases`` the releases' seeds (default 1 2).
+``--max-tree-depth`` NUTS's ``max_tree_depth``, ``--warmup`` the warm-up's iterations, ``--releases`` the
+releases' seeds (default 1 2).
 Prints the seconds of the first fit (compilation included) and of each later fit on another release of the
 same shapes, and for NUTS the leapfrog steps of the kept draws (the warm-up's are not recorded) with the
 fit's seconds over them: a comparison of two versions whose chains take different paths; then the draws
@@ -46,6 +47,7 @@ def main() -> None:
     ap.add_argument("--target-accept", type=float, help="NUTS's target acceptance (fit's target_accept_prob)")
     ap.add_argument("--extend", type=int, help="fit's extend (default: the method's; 0: the chains never go on)")
     ap.add_argument("--max-tree-depth", type=int, help="NUTS's max_tree_depth (default: the method's)")
+    ap.add_argument("--warmup", type=int, help="warm-up iterations (fit's num_warmup; default: the method's)")
     ap.add_argument(
         "--releases", type=int, nargs="+", default=[1, 2], help="release seeds, fitted in turn (the first compiles)"
     )
@@ -80,6 +82,7 @@ def _probe(args: argparse.Namespace) -> None:
             options = {} if args.target_accept is None else {"target_accept_prob": args.target_accept}
             options |= {} if args.extend is None else {"extend": args.extend}
             options |= {} if args.max_tree_depth is None else {"max_tree_depth": args.max_tree_depth}
+            options |= {} if args.warmup is None else {"num_warmup": args.warmup}
             idata = bd.fit(stats, method, prior, seed=seed, num_chains=args.chains, **options)
         wall = time.perf_counter() - t
         steps = int(idata.sample_stats["n_steps"].sum()) if "n_steps" in idata.sample_stats else 0
