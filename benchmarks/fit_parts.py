@@ -64,15 +64,15 @@ def main() -> None:
 
 
 def _first_round(bd: Any, method: str, stats: list, seed: int) -> str:
-    from bayes_dpreg.samplers.convergence import convergence
+    from bayes_dpreg.samplers.convergence import convergence, needs_more_draws
 
     t = time.perf_counter()
     idata = bd.fit(stats, method, seed=seed, extend=0)
     wall = time.perf_counter() - t
     c = convergence(idata)
     worst = max(c.r_hat, key=lambda k: c.r_hat[k])
-    slow = c.max_rhat > c.rhat_max or min(c.min_ess_bulk, c.min_ess_tail) < c.ess_min
-    verdict = "another round" if slow and not c.separated else "stops"
+    more = needs_more_draws({k: idata.posterior[k].values for k in ("theta", "sigma2")})  # the chain driver's rule
+    verdict = "another round" if more else "stops"
     over = sum(v > c.rhat_max for v in c.r_hat.values())
     return (
         f"release {seed}: {wall:.1f} s, {int(idata.sample_stats['n_steps'].sum())} leapfrog steps; {verdict}: max "
