@@ -196,8 +196,10 @@ def test_n_is_capped():
 
 @pytest.mark.parametrize("text, message", [
     ("1,2,3\n4,5\n", "Expected 3 columns, got 2"),
-    ("1,2,3\n4,,6\n", "column 'f1' has 1 missing value"),
-    ("a,b,y\n1,2,nan\n3,4,5\n", "column 'y' has 1 missing value"),  # pyarrow reads nan as missing
+    ("1,2,3\n4,,6\n", "missing values .* 2 rows: 1 in column 'f1'. .* drop or impute"),
+    ("a,b,y\n1,2,nan\n3,4,5\n", "1 in column 'y'"),  # pyarrow reads nan as missing
+    # a first line with an empty field is data, not a header; every missing value is named at once
+    ("1,,3,\n4,5,6,\n", "1 in column 'f1'; every row of column 'f3'.* lines that end with a comma"),
     ("a,b,y\n", "no rows"),
     ("a,b,y\n1,2,x\n", "column 'y' is not numeric"),
 ])
@@ -206,6 +208,14 @@ def test_streamed_csv_is_read_strictly(tmp_path, text, message):
     p.write_text(text)
     with pytest.raises(ValueError, match=message):
         bd.release(p, None, epsilon=1.0, delta=1e-5, x_bound=2.0, y_bound=1.0)
+
+
+def test_a_headerless_csv_whose_lines_end_with_a_comma_keeps_its_first_row(tmp_path):
+    # the first line's empty last field does not make it a header: all three rows are released
+    p = tmp_path / "t.csv"
+    p.write_text("0.1,0.2,0.5,\n0.3,0.4,0.25,\n0.2,0.1,0.1,\n")
+    s = bd.release(p, "f2", columns=["f0", "f1"], epsilon=1.0, delta=1e-5, x_bound=2.0, y_bound=1.0)
+    assert s.n == 3 and s.features == ("f0", "f1")
 
 
 def test_parquet_streamed_in_small_batches_matches_the_in_memory_release(tmp_path):

@@ -147,13 +147,19 @@ def _dask_partials(
 
 
 def _csv_header(path: Path) -> bool:
+    """Whether the first line is a header: some field of it is neither empty nor a number (a headerless
+    file's first row may have empty fields, e.g. lines that end with a comma)."""
     with open(path, newline="") as fh:
         first = fh.readline()
+    return not all(_is_number(f) for f in first.rstrip("\r\n").split(",") if f.strip())
+
+
+def _is_number(text: str) -> bool:
     try:
-        [float(f) for f in first.rstrip("\r\n").split(",")]
-        return False
+        float(text)
     except ValueError:
-        return True
+        return False
+    return True
 
 
 def _arrow_batches(obj: Any, batch_rows: int) -> Iterator[Any]:
@@ -260,16 +266,39 @@ def _column_arrays(batch: Any, y: Any, columns: list[str] | None) -> tuple[np.nd
     missing = [c for c in feats if c not in names]
     if missing:
         raise ValueError(f"no feature column(s) {missing}; the table has {names}")
-    out = []
+    out, nulls = [], {}
     for c in [*feats, y_name]:
         col = batch.column(names.index(c))
         if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
             raise ValueError(f"column {c!r} is {col.type}, not numeric")
         if col.null_count:
-            raise ValueError(f"column {c!r} has {col.null_count} missing value(s) in this batch")
+            nulls[c] = col.null_count
         out.append(pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False))
+    if nulls:
+        raise ValueError(_missing_message(nulls, batch.num_rows))
     arr = np.column_stack(out)
     return arr[:, :-1], arr[:, -1]
+
+
+def _missing_message(nulls: dict[str, int], rows: int) -> str:
+    """The error for columns with missing values (empty fields, NaN) in a block of ``rows`` rows."""
+    by_count: dict[int, list[str]] = {}
+    for c, k in nulls.items():
+        by_count.setdefault(k, []).append(repr(c))
+    where = "; ".join(
+        ("every row of " if k == rows else f"{k} in ") + ("column " if len(cs) == 1 else "columns ") + ", ".join(cs)
+        for k, cs in by_count.items()
+    )
+    hint = (
+        "; an empty column often comes from lines that end with a comma: name the response and the features "
+        "(y=, columns=; --y-column, --columns in the CLI)"
+        if rows in by_count
+        else ""
+    )
+    return (
+        f"missing values (empty or NaN) in a block of {rows} rows: {where}. The release takes complete numeric "
+        f"rows: drop or impute the incomplete ones first{hint}"
+    )
 
 
 def _schema_names(source: Any) -> list[str] | None:
