@@ -150,7 +150,7 @@ def test_a_release_records_its_bounds_quantile_and_the_prior_reads_the_maximum(t
     kw = dict(epsilon=1.0, delta=1e-5, seed=1)
     with pytest.warns(UserWarning):
         s = bd.release(X, y, **kw, **pb.release_bounds())
-        plain = bd.release(X, y, **kw, x_bound=pb.x_bound, y_bound=pb.y_bound)
+        plain = bd.release(X, y, **kw, x_bound=float(pb.x_bound), y_bound=float(pb.y_bound))
     assert s.bound_quantile == pb.quantile and plain.bound_quantile is None
     again = bd.load_stats(s.save(tmp_path / "s.json"))
     assert again.bound_quantile == pb.quantile
@@ -162,3 +162,26 @@ def test_a_release_records_its_bounds_quantile_and_the_prior_reads_the_maximum(t
     assert prior_scales(stack_stats([plain])).y_bound == pb.y_bound
     with pytest.raises(ValueError, match="bound_quantile"):
         bd.release(X, y, **kw, x_bound=1.0, y_bound=1.0, bound_quantile=1.0)
+
+
+def test_the_proposals_bounds_carry_their_quantile_into_a_release(tmp_path):
+    """``release(x_bound=proposal.x_bound, y_bound=proposal.y_bound)``, without ``bound_quantile``, records the
+    quantile as ``**proposal.release_bounds()`` does: passed as plain numbers, the default prior read a bound at
+    the 0.72 quantile as the largest ``|y|`` and its intervals were far too narrow. An explicit
+    ``bound_quantile`` wins; arithmetic, pickling and the file give plain numbers."""
+    import pickle
+
+    from bayes_dpreg.privacy.bounds import QuantileBound
+
+    X, y = _data(n=300, d=3)
+    pb = bd.propose_bounds(X, y, epsilon=2.0)
+    assert isinstance(pb.y_bound, QuantileBound) and pb.y_bound.quantile == pb.quantile
+    kw = dict(epsilon=1.0, delta=1e-5, seed=1)
+    with pytest.warns(UserWarning):
+        s = bd.release(X, y, **kw, x_bound=pb.x_bound, y_bound=pb.y_bound)
+        explicit = bd.release(X, y, **kw, x_bound=pb.x_bound, y_bound=pb.y_bound, bound_quantile=0.9)
+    assert s.bound_quantile == pb.quantile and explicit.bound_quantile == 0.9
+    assert type(s.y_bound) is float and type(2 * pb.y_bound) is float
+    back = pickle.loads(pickle.dumps(pb.y_bound))
+    assert back == pb.y_bound and back.quantile == pb.quantile
+    assert bd.load_stats(s.save(tmp_path / "s.json")).bound_quantile == pb.quantile

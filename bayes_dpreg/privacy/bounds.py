@@ -36,10 +36,30 @@ from ..runtime.entry import public
 from .gaussian import row_norms
 from .ledger import reserve
 
-__all__ = ["ProposedBounds", "propose_bounds", "bound_candidates", "auto_quantile"]
+__all__ = ["ProposedBounds", "QuantileBound", "propose_bounds", "bound_candidates", "auto_quantile"]
 
 GRID_RATIO = 2.0**0.125
 DEFAULT_RANGE = (1e-6, 1e9)
+
+
+class QuantileBound(float):
+    """A bound :func:`propose_bounds` located at the ``quantile`` of the party's rows: a float that keeps
+    that quantile, so that ``release(X, y, x_bound=p.x_bound, y_bound=p.y_bound, ...)`` records it as
+    ``**p.release_bounds()`` does (:func:`~bayes_dpreg.release` reads ``y_bound``'s). Arithmetic on it
+    gives plain floats."""
+
+    quantile: float
+
+    def __new__(cls, value: float, quantile: float) -> QuantileBound:
+        obj = super().__new__(cls, value)
+        obj.quantile = float(quantile)
+        return obj
+
+    def __reduce__(self) -> tuple[Any, tuple[float, float]]:
+        return (QuantileBound, (float(self), self.quantile))
+
+    def __repr__(self) -> str:
+        return f"QuantileBound({float(self)!r}, quantile={self.quantile!r})"
 
 
 @dataclass(frozen=True)
@@ -47,7 +67,7 @@ class ProposedBounds:
     """What :func:`propose_bounds` returns. ``x_bound`` and ``y_bound`` are DP outputs (safe to
     publish and to use in a release); ``x_clipped`` and ``y_clipped``, the fractions of this
     party's rows the proposal would clip, are computed on the private data and are for the
-    releasing party only."""
+    releasing party only. The bounds are :class:`QuantileBound` floats that carry ``quantile``."""
 
     x_bound: float
     y_bound: float
@@ -185,8 +205,8 @@ def propose_bounds(
     xb = _private_quantile(norms, cx, float(quantile), epsilon / 2)
     yb = _private_quantile(abs_y, cy, float(quantile), epsilon / 2)
     return ProposedBounds(
-        x_bound=xb,
-        y_bound=yb,
+        x_bound=QuantileBound(xb, quantile),
+        y_bound=QuantileBound(yb, quantile),
         quantile=float(quantile),
         epsilon=float(epsilon),
         n_rows=int(n),

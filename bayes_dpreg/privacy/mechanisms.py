@@ -273,7 +273,9 @@ def release(
     ``quantile`` of :func:`~bayes_dpreg.propose_bounds`; ``**proposal.release_bounds()`` passes all
     three), recorded with the release (public, like the bounds) so that the autoscaled prior reads
     the response's scale as its maximum rather than the bound (:func:`~bayes_dpreg.model.prior.quantile_to_max`);
-    without it, bounds beyond which rows are scaled make that prior too narrow for ``theta``.
+    without it, bounds beyond which rows are scaled make that prior too narrow for ``theta``. Default: the
+    quantile a ``y_bound`` from :func:`~bayes_dpreg.propose_bounds` carries (``y_bound=proposal.y_bound``,
+    a :class:`~bayes_dpreg.privacy.bounds.QuantileBound`), else none.
 
     ``intercept=True`` (App. B.2) releases the statistics of ``[1, x_i]``: the features are
     clipped to ``x_bound`` and the released rows have norm at most ``sqrt(1 + x_bound^2)``,
@@ -298,6 +300,8 @@ def release(
     """
     check_privacy_parameters(epsilon, delta)
     bs_kind = _check_calibration(epsilon, delta, x_bound, y_bound, calibration, yty)  # before the data are read
+    if bound_quantile is None:  # a bound from propose_bounds carries its quantile (bounds.QuantileBound)
+        bound_quantile = getattr(y_bound, "quantile", None)
     check_bound_quantile(bound_quantile)
     kind = _noise_kind(noise, seed, calibration)
     ex = _exact_release_stats(X, y, x_bound, y_bound, intercept, average_rows, columns, progress)
