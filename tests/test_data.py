@@ -84,6 +84,18 @@ def test_load_dataset_paper_preprocessing(shared_data, name, rows, d):
     np.testing.assert_allclose(ds.X_train[:, 0] * raw[:, 0].std(ddof=1) + raw[:, 0].mean(), raw[:n_train, 0])
 
 
+def test_load_dataset_can_drop_a_column_and_the_rows_with_missing_codes(shared_data):
+    # air quality's NMHC sensor (column 2) is -200 in 90% of rows; without it, 6,941 rows have every reading
+    path = shared_data / "air_quality.csv"
+    raw = np.delete(read_numeric_csv(path), 2, axis=1)
+    ds = load_dataset(path, drop_columns=(2,), na_values=(-200,), drop_na_rows=True)
+    kept = raw[(raw != -200).all(axis=1)]
+    assert len(kept) == 6941 and ds.X_train.shape == (5552, 11)
+    np.testing.assert_allclose(ds.X_train[:, 0] * kept[:, 0].std(ddof=1) + kept[:, 0].mean(), kept[:5552, 0])
+    zeroed = load_dataset(path, na_values=(-200,))  # the codes set to 0 instead, every row kept
+    assert zeroed.X_train.shape == (7485, 12)
+
+
 def test_bundled_power_plant_matches_the_shared_file(shared_data):
     a = load_power_plant()
     b = load_dataset(shared_data / "power_plant_energy.csv")
