@@ -300,8 +300,7 @@ def release(
     """
     check_privacy_parameters(epsilon, delta)
     bs_kind = _check_calibration(epsilon, delta, x_bound, y_bound, calibration, yty)  # before the data are read
-    if bound_quantile is None:  # a bound from propose_bounds carries its quantile (bounds.QuantileBound)
-        bound_quantile = getattr(y_bound, "quantile", None)
+    bound_quantile = getattr(y_bound, "quantile", None) if bound_quantile is None else bound_quantile  # QuantileBound
     check_bound_quantile(bound_quantile)
     kind = _noise_kind(noise, seed, calibration)
     ex = _exact_release_stats(X, y, x_bound, y_bound, intercept, average_rows, columns, progress)
