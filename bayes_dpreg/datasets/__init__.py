@@ -157,10 +157,11 @@ def load_dataset(
     The scaling uses the data's own means and sds, as in the paper. A real
     release must take them from public knowledge instead (NOTES.md).
     """
-    data = read_numeric_csv(path)
-    data = np.delete(data, list(drop_columns), axis=1)
-    na = np.isin(data, np.asarray(na_values, dtype=float))
-    data = data[~na.any(axis=1)] if drop_na_rows else np.where(na, 0.0, data)
+    data = read_numeric_csv(path, () if drop_na_rows else na_values)
+    if drop_columns:
+        data = np.delete(data, list(drop_columns), axis=1)
+    if drop_na_rows:
+        data = data[~np.isin(data, np.asarray(na_values, dtype=float)).any(axis=1)]
     return _preprocess(data, train_fraction, name or Path(path).stem)
 
 
