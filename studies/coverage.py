@@ -452,6 +452,23 @@ def _prior_for(method: str, cell: dict[str, Any], rep: int, seed: int, prior: An
     return (matched_prior if method in MATCHED else oracle_prior)(cell, rep, seed)
 
 
+def study_prior(
+    method: str,
+    cell: dict[str, Any],
+    rep: int,
+    seed: int,
+    prior: Any,
+    sigma2_max: float | str = math.inf,
+    theta_scale: str = "auto",
+) -> Any:
+    """The prior :func:`run_chunk` fits ``method`` with on replication ``rep``: :func:`_prior_for`'s, with
+    ``sigma2_max`` and ``theta_scale`` (``None`` where the cell has none for ``method``)."""
+    fit_prior = _prior_for(method, cell, rep, seed, prior)
+    if fit_prior is None:
+        return None
+    return dataclasses.replace(fit_prior, sigma2_max=sigma2_max, theta_scale=theta_scale)
+
+
 def run_chunk(
     cell: dict[str, Any],
     reps: list[int],
@@ -482,10 +499,9 @@ def run_chunk(
                 cell.get("bounds", "max"),
             )
         for m in methods:
-            fit_prior = _prior_for(m, cell, rep, seed, prior)
+            fit_prior = study_prior(m, cell, rep, seed, prior, sigma2_max, theta_scale)
             if fit_prior is None:
                 continue
-            fit_prior = dataclasses.replace(fit_prior, sigma2_max=sigma2_max, theta_scale=theta_scale)
             t0 = time.perf_counter()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")

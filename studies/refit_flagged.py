@@ -12,7 +12,6 @@ study fitted it.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import warnings
 from typing import Any
@@ -30,8 +29,7 @@ def chains(cell: dict, rep: int, seed: int, data_dir: str) -> dict[str, Any]:
     import bayes_dpreg as bd
 
     (X, y, s_noise), _theta, prior = cov.replicate(cell, rep, seed, data_dir)
-    fp = cov._prior_for("normalx-clt", cell, rep, seed, prior)
-    fp = dataclasses.replace(fp, sigma2_max=math.inf, theta_scale="auto")  # as studies.coverage.run_chunk's
+    fp = cov.study_prior("normalx-clt", cell, rep, seed, prior)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # seeded releases, clipping, the fit's own warnings
         rel = cov._releases(X, y, cell["J"], cell["eps"], s_noise, {"ssp"}, cell.get("bounds", "max"))
