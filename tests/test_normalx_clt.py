@@ -410,7 +410,7 @@ def test_sbc_with_trajectories_capped():
 
 
 def test_tree_depth_is_capped_where_the_frame_is_diagonal(monkeypatch):
-    """NumPyro's depth 10 up to d = 23 (300 coordinates, the dense frame), 5 from d = 24, with two more
+    """NumPyro's depth 10 up to d = 23 (300 coordinates, the dense frame), 5 from d = 24, with fewer
     rounds of draws allowed there; an option overrides either; ``fit``'s path (``run``) and SBC's
     (``settings``) take the same depth."""
     assert clt.frame_dim(23) == clt.DENSE_FRAME_MAX_DIM < clt.frame_dim(24)
@@ -423,8 +423,9 @@ def test_tree_depth_is_capped_where_the_frame_is_diagonal(monkeypatch):
     for d in (23, 24):
         clt.run(type("St", (), {"d": d, "u": None})(), None, None, 4, 250, 250)
     clt.run(type("St", (), {"d": 50, "u": None})(), None, None, 4, 250, 250, max_tree_depth=7, extend=1)
-    # capped, a fit may go on for two more rounds (1,500 draws of at most 31 steps a chain)
-    assert seen == [(10, clt.EXTEND), (5, clt.EXTEND_LARGE_D), (7, 1)] and clt.EXTEND_LARGE_D > clt.EXTEND
+    # uncapped, up to 2,000 draws a chain; capped, up to 1,500 draws of at most 31 steps
+    assert seen == [(10, clt.EXTEND), (5, clt.EXTEND_LARGE_D), (7, 1)]
+    assert clt.NUM_SAMPLES * (1 + clt.EXTEND) == 2000 and clt.NUM_SAMPLES * (1 + clt.EXTEND_LARGE_D) == 1500
 
 
 @pytest.mark.parametrize("depth", [0, -1, 2.5, True, "5"])

@@ -1082,15 +1082,18 @@ NUM_WARMUP = 250  # in the Laplace frame the posterior starts near N(0, I): 250 
 EXACT_NOISE_MAX_D = 4  # measured at d = 2-4 (docs/samplers.md); above, the augmented likelihood until measured there
 NUM_SAMPLES = 250  # draws a chain before the first convergence check: 4 x 250 = 1,000 draws give the ESS of 400
 # (100 a chain) that the check asks for where NUTS mixes well, as it does at small d (docs/samplers.md: *Draws*)
-EXTEND = 3  # chains that mix too slowly go on, up to three times, for NUM_SAMPLES more draws: at most 1,000 a chain
+EXTEND = 7  # chains that mix too slowly go on, up to seven times, for NUM_SAMPLES more draws: at most 2,000 a chain
+# (three rounds, 1,000, until 2026-12-07: where the release leaves sigma_y^2 to its heavy-tailed prior, as on air
+# quality split in blocks, one fit in ten still had R-hat above 1.01 there; docs/samplers.md, *Draws*)
 EXTEND_LARGE_D = 5  # where trajectories are capped (max_tree_depth): at most 1,500 draws of 31 steps, about the
 # leapfrog steps 1,000 uncapped draws of 47-63 took at d = 50 (docs/samplers.md, *Trajectories of at most 31 steps*)
 
 
 def extend_rounds(d: int) -> int:
-    """Rounds of :data:`NUM_SAMPLES` draws a fit may add: :data:`EXTEND`, or :data:`EXTEND_LARGE_D` where
-    :func:`max_tree_depth` caps the trajectories, so that the most a fit spends before it warns stays what it
-    was uncapped."""
+    """Rounds of :data:`NUM_SAMPLES` draws a fit may add: :data:`EXTEND` (at most 2,000 draws a chain), or
+    :data:`EXTEND_LARGE_D` (1,500) where :func:`max_tree_depth` caps the trajectories (d >= 24), where a round
+    costs ten seconds or more on two cores and the most a fit spends before it warns stays what three rounds of
+    uncapped draws spent (``docs/samplers.md``, *Trajectories of at most 31 steps at large d*)."""
     return EXTEND if max_tree_depth(d) == MAX_TREE_DEPTH else EXTEND_LARGE_D
 
 
