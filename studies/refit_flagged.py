@@ -41,7 +41,7 @@ def chains(cell: dict, rep: int, seed: int, data_dir: str, extend: int | None = 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # seeded releases, clipping, the fit's own warnings
         rel = cov._releases(X, y, cell["J"], cell["eps"], s_noise, {"ssp"}, cell.get("bounds", "max"))
-        options = {} if extend is None else {"extend": extend}
+        options: dict[str, Any] = {} if extend is None else {"extend": extend}
         t0 = time.perf_counter()
         idata = bd.fit(rel["ssp"], "normalx-clt", fp, seed=rep, **options)
         seconds = time.perf_counter() - t0

@@ -17,8 +17,9 @@ def _stats(eps=1.0, n=6000, J=3, seed=0):
 
 
 def test_a_short_fit_raises_a_convergence_warning_naming_the_worst_quantity():
+    # extend=0: no rounds after the first 20 draws (with the default's seven rounds these chains converge)
     with pytest.warns(bd.ConvergenceWarning, match=r"max R-hat .*\((theta|sigma2).*\).*do not report"):
-        idata = bd.fit(_stats(), num_warmup=10, num_samples=20)
+        idata = bd.fit(_stats(), num_warmup=10, num_samples=20, extend=0)
     assert idata.posterior.attrs["converged"] == 0
 
 
@@ -224,8 +225,10 @@ def test_chains_that_diverge_run_again_once_at_a_higher_target_acceptance():
     assert second["divergences"] == int(again.sample_stats["diverging"].sum()) < first["divergences"]
     assert not np.array_equal(again.posterior["theta"].values, once.posterior["theta"].values)
     assert retry_target(0.9) == pytest.approx(0.95) and retry_target(0.97) == pytest.approx(0.985)
-    worse = dict(seed=0, num_samples=200, num_warmup=200, target_accept_prob=0.5)  # 89 diverge, then 1 at 0.75
-    with pytest.warns(bd.ConvergenceWarning, match=r"a second run: the first diverged \d+ times .* at target_accept_prob 0.75"):
+    # thousands diverge, then 69 at 0.6 (AMD EPYC). At 0.5 (89, then 1 at 0.75 where this was written) the retry
+    # diverged on one CPU and not on another: chains differ between CPUs, so the margin is wide here
+    worse = dict(seed=1, num_samples=200, num_warmup=200, target_accept_prob=0.2)
+    with pytest.warns(bd.ConvergenceWarning, match=r"a second run: the first diverged \d+ times .* at target_accept_prob 0.6"):
         still = bd.fit(unit_releases(2000, 2, 3, 1.0, 0)[0], **worse)
     assert 0 < still.posterior.attrs["divergences"] < still.posterior.attrs["divergences_before_retry"]
     calm = dict(seed=1, num_samples=200, num_warmup=200)  # at the default target none diverges
