@@ -1082,7 +1082,8 @@ NUM_WARMUP = 250  # in the Laplace frame the posterior starts near N(0, I): 250 
 EXACT_NOISE_MAX_D = 4  # measured at d = 2-4 (docs/samplers.md); above, the augmented likelihood until measured there
 NUM_SAMPLES = 250  # draws a chain before the first convergence check: 4 x 250 = 1,000 draws give the ESS of 400
 # (100 a chain) that the check asks for where NUTS mixes well, as it does at small d (docs/samplers.md: *Draws*)
-EXTEND = 7  # chains that mix too slowly go on, up to seven times, for NUM_SAMPLES more draws: at most 2,000 a chain
+EXTEND = 7  # chains that mix too slowly go on, up to seven times, for num_samples more draws: at most 2,000 a chain
+# at NUM_SAMPLES (rounds are of the fit's num_samples: 8,000 where a caller asks 1,000)
 # (three rounds, 1,000, until 2026-12-07: where the release leaves sigma_y^2 to its heavy-tailed prior, as on air
 # quality split in blocks, one fit in ten still had R-hat above 1.01 there; docs/samplers.md, *Draws*)
 EXTEND_LARGE_D = 5  # where trajectories are capped (max_tree_depth): at most 1,500 draws of 31 steps, about the
