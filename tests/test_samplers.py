@@ -128,7 +128,10 @@ SBC_CASES = {  # method, prior, kernel settings, replications, warm-up, thinning
     "fixeds": ("fixeds", SBC_PRIOR, {}, 200, 300, 5),
     "normalx": ("normalx", SBC_PRIOR, {}, 200, 300, 5),
     "normalx-algorithm1": ("normalx", SBC_PRIOR, {"collapse_theta": False, "level_moves": False}, 200, 300, 5),
-    "normalx-nuts": ("normalx-nuts", SBC_SEPARATION, {}, 100, 200, 1),
+    # every 2nd draw: with each draw (99 a replication) the ranks of S[0][0,0] gave p = 0.00095 on an AMD EPYC,
+    # whose chains differ from the Intel Xeon's that passed, and 0.0034 outside pytest; every 2nd, p >= 0.07 there
+    # at about the same time (SBC's ranks assume draws near independent: Talts et al. 2018 thin to the ESS)
+    "normalx-nuts": ("normalx-nuts", SBC_SEPARATION, {}, 100, 200, 2),
 }
 
 
