@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
+from bayes_dpreg.samplers.normalx_clt import NUM_SAMPLES
 from lab.paths import DATA_DIR
 from studies import coverage as cov
 
-FIRST = 1000  # draws a chain where the default's extension stops (normalx_clt.EXTEND rounds of 250 after 250)
-ROUND = 250  # draws a round adds (normalx_clt.NUM_SAMPLES)
+FIRST = 1000  # draws a chain where the rounds stopped before 2026-12-07 (three after the first 250)
 
 
 def chains(cell: dict, rep: int, seed: int, data_dir: str, extend: int | None = None) -> dict[str, Any]:
@@ -67,7 +67,7 @@ def chains(cell: dict, rep: int, seed: int, data_dir: str, extend: int | None = 
     )
 
 
-def rhat_by_draws(post: Any, step: int = ROUND) -> list[tuple[int, float]]:
+def rhat_by_draws(post: Any, step: int = NUM_SAMPLES) -> list[tuple[int, float]]:
     """Max rank R-hat of ``theta`` and ``sigma2`` over the first 1,000, 1,250, ... draws a chain: what a fit
     whose ``extend`` stopped there would report (the rounds' draws do not depend on how many may follow)."""
     import arviz as az
