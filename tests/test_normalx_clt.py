@@ -428,6 +428,23 @@ def test_tree_depth_is_capped_where_the_frame_is_diagonal(monkeypatch):
     assert clt.NUM_SAMPLES * (1 + clt.EXTEND) == 2000 and clt.NUM_SAMPLES * (1 + clt.EXTEND_LARGE_D) == 1500
 
 
+@pytest.mark.parametrize(
+    "d, num_samples, rounds, most",
+    [(5, 250, 7, 2000), (5, 1000, 1, 2000), (5, 300, 5, 1800), (5, 100, 7, 800), (5, 4000, 1, 8000),
+     (24, 250, 5, 1500), (24, 500, 2, 1500), (24, 1000, 1, 2000)],
+)
+def test_rounds_are_capped_by_draws_not_only_by_count(monkeypatch, d, num_samples, rounds, most):
+    """A caller's ``num_samples`` sets the round's length, not the cap: at most 2,000 draws a chain (1,500 from
+    d = 24) or :data:`clt.EXTEND` rounds, whichever comes first, and always one more round where the first falls
+    short; ``fit``'s path passes the fit's ``num_samples`` to the rule."""
+    assert clt.extend_rounds(d, num_samples) == rounds
+    assert num_samples * (1 + rounds) == most
+    seen = []
+    monkeypatch.setattr(clt, "run_nuts", lambda *a, **kw: seen.append(kw["extend"]))
+    clt.run(type("St", (), {"d": d, "u": None})(), None, None, 4, num_samples, 250)
+    assert seen == [rounds]
+
+
 @pytest.mark.parametrize("depth", [0, -1, 2.5, True, "5"])
 def test_a_bad_tree_depth_is_a_clear_error(depth):
     from bayes_dpreg.samplers.normalx_nuts import NutsSettings, check_settings

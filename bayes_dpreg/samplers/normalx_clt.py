@@ -1083,19 +1083,22 @@ EXACT_NOISE_MAX_D = 4  # measured at d = 2-4 (docs/samplers.md); above, the augm
 NUM_SAMPLES = 250  # draws a chain before the first convergence check: 4 x 250 = 1,000 draws give the ESS of 400
 # (100 a chain) that the check asks for where NUTS mixes well, as it does at small d (docs/samplers.md: *Draws*)
 EXTEND = 7  # chains that mix too slowly go on, up to seven times, for num_samples more draws: at most 2,000 a chain
-# at NUM_SAMPLES (rounds are of the fit's num_samples: 8,000 where a caller asks 1,000)
-# (three rounds, 1,000, until 2026-12-07: where the release leaves sigma_y^2 to its heavy-tailed prior, as on air
-# quality split in blocks, one fit in ten still had R-hat above 1.01 there; docs/samplers.md, *Draws*)
+# at NUM_SAMPLES (three rounds, 1,000, until 2026-12-07: where the release leaves sigma_y^2 to its heavy-tailed
+# prior, as on air quality split in blocks, one fit in ten still had R-hat above 1.01 there; docs/samplers.md, *Draws*)
 EXTEND_LARGE_D = 5  # where trajectories are capped (max_tree_depth): at most 1,500 draws of 31 steps, about the
 # leapfrog steps 1,000 uncapped draws of 47-63 took at d = 50 (docs/samplers.md, *Trajectories of at most 31 steps*)
 
 
-def extend_rounds(d: int) -> int:
-    """Rounds of :data:`NUM_SAMPLES` draws a fit may add: :data:`EXTEND` (at most 2,000 draws a chain), or
-    :data:`EXTEND_LARGE_D` (1,500) where :func:`max_tree_depth` caps the trajectories (d >= 24), where a round
-    costs ten seconds or more on two cores and the most a fit spends before it warns stays what three rounds of
-    uncapped draws spent (``docs/samplers.md``, *Trajectories of at most 31 steps at large d*)."""
-    return EXTEND if max_tree_depth(d) == MAX_TREE_DEPTH else EXTEND_LARGE_D
+def extend_rounds(d: int, num_samples: int = NUM_SAMPLES) -> int:
+    """Rounds of ``num_samples`` draws a fit may add: as many as keep a chain within :data:`EXTEND`'s
+    2,000 draws at :data:`NUM_SAMPLES` (1,500, :data:`EXTEND_LARGE_D`, where :func:`max_tree_depth` caps the
+    trajectories, d >= 24, where a round costs ten seconds or more on two cores), at most that many rounds and
+    at least one. A fit given ``num_samples=1000`` may draw 2,000 a chain, not 8,000; one given 100, 800
+    (each round ends in a convergence check). The cap is of draws, not of time: a chain's draws cost what its
+    trajectories do."""
+    rounds = EXTEND if max_tree_depth(d) == MAX_TREE_DEPTH else EXTEND_LARGE_D
+    draws = NUM_SAMPLES * (1 + rounds)
+    return min(rounds, max(1, draws // int(num_samples) - 1))
 
 
 def run(
@@ -1108,7 +1111,7 @@ def run(
     have run. Where the noise leaves ``sigma_y^2`` to its heavy-tailed prior, or at large d, one round
     often falls short; where NUTS mixes well one is enough."""
     description = "NUTS (NumPyro) in the Laplace frame of (Sigma_x, theta, sigma_y^2); S_j integrated out (CLT)"
-    options = {**nuts_defaults(st.d, SAMPLER.reads_yty(st)), "extend": extend_rounds(st.d), **options}
+    options = {**nuts_defaults(st.d, SAMPLER.reads_yty(st)), "extend": extend_rounds(st.d, num_samples), **options}
     return run_nuts(KERNEL, description, st, pr, key, num_chains, num_samples, num_warmup, **options)
 
 
