@@ -9,6 +9,7 @@ from _shared import unit_releases
 import bayes_dpreg as bd
 from bayes_dpreg.model.prior import PriorScales, prior_scales
 from bayes_dpreg.posterior.diagnostics import convergence, noise_to_signal
+from bayes_dpreg.samplers import normalx_clt as clt
 from bayes_dpreg.stats import stack_stats
 
 
@@ -129,6 +130,10 @@ def test_slow_mixing_is_not_taken_for_separate_modes():
     assert conv.max_rhat > 1.01 and not conv.ok and conv.separated == {}
     assert "separate modes" not in conv.message("m") and "raise num_warmup" in conv.message("m")
     assert convergence(_posterior([0, 0, 0, 0], [1, 1, 1, 1])).separated == {}
+    # where the chains already went on in rounds, the advice says so and asks for more than they had
+    assert "extend=2 (CLI --extend 2)" in conv.message("m")
+    msg = conv.message("normalx-clt", rounds=(7, 2000))
+    assert "already went on 7 times, to 2000 draws a chain" in msg and "extend=16 (CLI --extend 16)" in msg
 
 
 def test_the_convergence_line_of_the_cli_and_reports_says_what_to_do():
@@ -172,7 +177,7 @@ def test_extend_continues_the_chains_until_they_mix():
     stats = _stats()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        short = bd.fit(stats, seed=3, num_warmup=10, num_samples=20, extend=0)  # the default's is 3
+        short = bd.fit(stats, seed=3, num_warmup=10, num_samples=20, extend=0)  # the default's: extend_rounds
         longer = bd.fit(stats, seed=3, num_warmup=10, num_samples=20, extend=3)
     at = longer.posterior.attrs
     assert short.posterior.attrs["extensions"] == 0 and short.posterior.attrs["max_rhat"] > 1.01
@@ -197,10 +202,10 @@ def test_the_default_draws_in_rounds_of_250_until_the_check_passes(seed):
     at = rounds.posterior.attrs
     assert at["method"] == "normalx-clt" and at["num_samples"] == 250 * (1 + at["extensions"])
     post = {k: rounds.posterior[k].values for k in ("theta", "sigma2")}
-    # every round but the last failed the check (R-hat, bulk and tail ESS), and the last passed unless it was the fourth
+    # every round but the last failed the check (R-hat, bulk and tail ESS), and the last passed unless it was the cap
     for r in range(1, at["extensions"] + 1):
         assert needs_more_draws({k: v[:, : 250 * r] for k, v in post.items()})
-    assert at["extensions"] == 3 or not needs_more_draws(post)
+    assert at["extensions"] == clt.extend_rounds(stats[0].d) or not needs_more_draws(post)
     # the rounds are one chain cut where the check passed: the first draws are those of a single longer run
     m = min(at["num_samples"], 500)
     np.testing.assert_array_equal(post["theta"][:, :m], whole.posterior["theta"].values[:, :m])

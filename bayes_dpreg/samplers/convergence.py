@@ -51,9 +51,12 @@ class Convergence(NamedTuple):
             and not self.separated
         )
 
-    def message(self, method: str, retried: tuple[int, float] | None = None) -> str:
+    def message(
+        self, method: str, retried: tuple[int, float] | None = None, rounds: tuple[int, int] | None = None
+    ) -> str:
         """What went wrong and what to do (empty when :attr:`ok`). ``retried``: the first run's divergences and
-        the target acceptance of these draws where they are a second run (``run_nuts``' ``retry``)."""
+        the target acceptance of these draws where they are a second run (``run_nuts``' ``retry``).
+        ``rounds``: the rounds the chains went on for (``extend``) and their draws a chain, where they went on."""
         problems = []
         worst = lambda d, f: f(d, key=d.get)
         if self.max_rhat > self.rhat_max:
@@ -69,11 +72,14 @@ class Convergence(NamedTuple):
             problems.append(_modes_message(self.separated, self.sigma2_bound))
         if not problems:
             return ""
+        more = 2 if not rounds else 2 * (rounds[0] + 1)
         advice = (
             "raise num_warmup and num_samples (and num_chains; CLI --num-warmup, --num-samples), or for the NUTS "
-            "methods pass extend=2 (CLI --extend 2) to continue the chains, and check the prior's scale against the "
-            "declared bounds"
+            f"methods pass extend={more} (CLI --extend {more}) to continue the chains, and check the prior's scale "
+            "against the declared bounds"
         )
+        if rounds:
+            advice = f"the chains already went on {rounds[0]} times, to {rounds[1]} draws a chain; " + advice
         if self.divergences and retried:
             advice = (
                 f"these draws are a second run: the first diverged {retried[0]} times and the chains were run again "

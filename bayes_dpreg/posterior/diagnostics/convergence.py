@@ -65,7 +65,8 @@ def check(idata: Any, st: StackedStats, sampler: Sampler, pr: Any) -> Finding:
         return Finding("convergence", True, attrs)
     at = idata.posterior.attrs
     retried = (int(at["divergences_before_retry"]), float(at["target_accept_prob"])) if at.get("retried") else None
-    return Finding("convergence", False, attrs, conv.message(sampler.name, retried), ConvergenceWarning)
+    rounds = (int(at["extensions"]), int(at["num_samples"])) if at.get("extensions") else None
+    return Finding("convergence", False, attrs, conv.message(sampler.name, retried, rounds), ConvergenceWarning)
 
 
 CHECK = Check(
