@@ -162,10 +162,9 @@ def fit(
         ``target_accept_prob`` for ``normalx-nuts``, ``sigma2="text" | "code" | float`` for
         ``fast``, ``p`` for ``adassp``, ``progress_bar`` for all, ``extend`` for the NUTS methods
         (chains that mix too slowly draw ``num_samples`` more, up to that many times; for ``normalx-clt``
-        and ``normalx-pooled``, whose chains draw 250 at a time until R-hat and ESS pass, as many rounds as
-        stay within 2,000 draws a chain, 1,500 from d = 24 where their trajectories are capped at 31 leapfrog
-        steps, and at least one (:func:`~bayes_dpreg.samplers.normalx_clt.extend_rounds`: 7 at 250 draws a
-        round); 0 for the others), ``retry`` for the NUTS methods
+        and ``normalx-pooled``, whose chains draw 250 at a time until R-hat and ESS pass, as many rounds as stay
+        within 2,000 draws a chain, 1,500 from d = 24, and at least one
+        (:func:`~bayes_dpreg.samplers.normalx_clt.extend_rounds`); 0 for the others), ``retry`` for the NUTS methods
         (default ``True``: chains with a divergent transition after warm-up run again once, from the start, at a
         higher target acceptance, :func:`~bayes_dpreg.samplers.normalx_nuts.retry_target`).
 
